@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds one configuration: scripts/build.sh release|asan|fuzz [ninja targets...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-release}
+shift || true
+case "$kind" in
+  release) cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBURROW_WERROR=ON >/dev/null ;;
+  asan) cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBURROW_SANITIZE=ON -DBURROW_WERROR=ON >/dev/null ;;
+  fuzz) CXX=clang++-14 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBURROW_FUZZ=ON \
+          -DBURROW_SANITIZE=ON -DBURROW_TESTS=OFF >/dev/null ;;
+  *) echo "usage: scripts/build.sh release|asan|fuzz [targets]" >&2; exit 2 ;;
+esac
+ninja -C "build/$kind" "$@"

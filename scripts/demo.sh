@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The main job on one machine: installs what is needed, builds, then runs a relay, an agent and a
+# small web server on loopback, and prints the public address with a curl line that works.
+# --check: verify the curl line once and exit (used by CI).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+check=0
+[ "${1:-}" = "--check" ] && check=1
+
+bash scripts/setup.sh
+bash scripts/build.sh release burrow >/dev/null
+bin=$PWD/build/release/burrow
+
+work=$(mktemp -d /tmp/burrow-demo.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+wait_for() {  # wait_for FILE REGEX: prints the first capture group, 10 s deadline
+  for _ in $(seq 100); do
+    if v=$(grep -oP "$2" "$1" 2>/dev/null | head -1) && [ -n "$v" ]; then echo "$v"; return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
+}
+
+# The service: a real web server on a loopback port the kernel picks.
+mkdir -p "$work/site"
+echo "hello from behind the burrow" > "$work/site/index.html"
+python3 -c 'import http.server,socketserver,sys,functools
+h=functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+s=socketserver.ThreadingTCPServer(("127.0.0.1",0),h); print("port",s.server_address[1],flush=True); s.serve_forever()' \
+  "$work/site" >"$work/web.out" 2>/dev/null &
+pids+=($!)
+web_port=$(wait_for "$work/web.out" 'port \K\d+')
+
+"$bin" relay --state-dir "$work/relay" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --port-range 0 \
+  >"$work/relay.out" 2>"$work/relay.log" &
+pids+=($!)
+relay_port=$(wait_for "$work/relay.out" 'agents connect to 127\.0\.0\.1:\K\d+')
+pin=$(wait_for "$work/relay.out" 'relay fingerprint: \K\S+')
+cat "$work/relay.out"
+
+BURROW_TOKEN=$(cat "$work/relay/agent.token") "$bin" tcp "$web_port" --relay "127.0.0.1:$relay_port" \
+  --relay-pin "$pin" >"$work/agent.out" 2>"$work/agent.log" &
+pids+=($!)
+public=$(wait_for "$work/agent.out" 'public at \K\S+')
+
+echo
+echo "web server 127.0.0.1:$web_port is public at $public through the relay"
+echo "try it:"
+echo "  curl http://$public/"
+body=$(curl -sS --max-time 5 "http://$public/")
+echo "$body"
+[ "$body" = "hello from behind the burrow" ] || { echo "demo: unexpected answer" >&2; exit 1; }
+if [ "$check" = 1 ]; then
+  echo "demo: ok"
+  exit 0
+fi
+echo "(Ctrl-C stops the relay, the agent and the web server)"
+wait "${pids[1]}"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything Burrow needs to build, test and benchmark on Debian 12 (apt only).
+set -euo pipefail
+packages=(
+  build-essential g++-12 cmake ninja-build pkg-config clang-14 clang-format libclang-rt-14-dev
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libssl-dev openssl libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  curl socat iperf3 nginx-light wrk procps iproute2 util-linux python3 openssh-server openssh-client
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

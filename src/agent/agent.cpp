@@ -1,0 +1,409 @@
+// Agent: dialling and redialling the relay, registration, and local connections for streams.
+#include "agent/agent.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <cstdio>
+#include <thread>
+
+#include "core/address.hpp"
+#include "core/backoff.hpp"
+#include "core/deadline.hpp"
+#include "core/duration.hpp"
+#include "core/secret.hpp"
+#include "core/spawn.hpp"
+#include "link/handshake.hpp"
+#include "link/stream.hpp"
+#include "tls/contexts.hpp"
+
+namespace burrow::agent {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+struct agent::connect_result {
+  std::shared_ptr<link::link> link;
+  int fatal = exit_ok;  // non-zero: stop retrying
+  std::string error;
+};
+
+namespace {
+
+asio::awaitable<boost::system::error_code> tcp_connect(tcp::socket& s,
+                                                       tcp::resolver::results_type endpoints) {
+  auto [ec, ep] = co_await asio::async_connect(s, endpoints, asio::as_tuple(asio::use_awaitable));
+  co_return ec;
+}
+
+asio::awaitable<boost::system::error_code> tcp_connect_one(tcp::socket& s, tcp::endpoint ep) {
+  auto [ec] = co_await s.async_connect(ep, asio::as_tuple(asio::use_awaitable));
+  co_return ec;
+}
+
+asio::awaitable<std::pair<boost::system::error_code, tcp::resolver::results_type>> resolve(
+    tcp::resolver& r, std::string host, std::string port) {
+  auto [ec, results] = co_await r.async_resolve(host, port, asio::as_tuple(asio::use_awaitable));
+  co_return std::make_pair(ec, results);
+}
+
+asio::awaitable<boost::system::error_code> tls_connect(link::tls_stream& tls) {
+  auto [ec] = co_await tls.async_handshake(asio::ssl::stream_base::client,
+                                           asio::as_tuple(asio::use_awaitable));
+  co_return ec;
+}
+
+tcp::endpoint endpoint_or_unspecified(const std::string& address, std::uint16_t port) {
+  boost::system::error_code ec;
+  auto a = asio::ip::make_address(address, ec);
+  return ec ? tcp::endpoint() : tcp::endpoint(a, port);
+}
+
+}  // namespace
+
+agent::agent(agent_config config)
+    : config_(std::move(config)),
+      session_(hex(sha256(random_token())).substr(0, 32)),
+      tls_(tls::make_client_context({"burrow/1"})) {
+  auto hp = parse_host_port(config_.relay, std::uint16_t{7835});
+  relay_host_ = hp->host;
+  relay_port_ = std::to_string(hp->port);
+  for (unsigned i = 0; i < config_.links; ++i)
+    workers_.push_back(std::make_unique<asio::io_context>(1));
+  asio::io_context resolver_context;
+  tcp::resolver resolver(resolver_context);
+  for (auto& svc : config_.services) {
+    service_state st;
+    st.config = svc;
+    st.assigned_port = svc.remote_port;
+    boost::system::error_code ec;
+    auto results = resolver.resolve(svc.local_host, std::to_string(svc.local_port), ec);
+    if (ec || results.empty())
+      throw config_error("cannot resolve local address " + svc.local_host + ": " + ec.message());
+    st.target = results.begin()->endpoint();
+    services_.push_back(std::move(st));
+  }
+}
+
+agent::~agent() = default;
+
+int agent::run() {
+  auto& main = *workers_[0];
+  for (unsigned i = 0; i < workers_.size(); ++i)
+    spawn_logged(workers_[i]->get_executor(), link_slot(i), "link " + std::to_string(i));
+  asio::signal_set signals(main, SIGINT, SIGTERM);
+  signals.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::info("received {}; draining and stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    spawn_logged(workers_[0]->get_executor(), shutdown(), "shutdown");
+  });
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+  for (auto& w : workers_) guards.push_back(asio::make_work_guard(*w));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < workers_.size(); ++i)
+    threads.emplace_back([w = workers_[i].get()] { w->run(); });
+  main.run();
+  for (auto& w : workers_) w->stop();
+  for (auto& t : threads) t.join();
+  return exit_code_;
+}
+
+void agent::fatal(int code, const std::string& message) {
+  if (stopping_.exchange(true)) return;
+  spdlog::error("{}", message);
+  exit_code_ = code;
+  for (auto& w : workers_) w->stop();
+}
+
+proto::register_services agent::registration() {
+  std::lock_guard lock(mutex_);
+  proto::register_services r;
+  for (auto& s : services_) r.services.push_back({s.config.name, "tcp", s.assigned_port});
+  return r;
+}
+
+asio::awaitable<agent::connect_result> agent::connect_once(unsigned index) {
+  connect_result out;
+  auto ex = co_await asio::this_coro::executor;
+  tcp::resolver resolver(ex);
+  auto resolving = resolve(resolver, relay_host_, relay_port_);
+  auto resolved = co_await with_deadline(std::move(resolving), config_.connect_timeout);
+  if (!resolved || resolved->first) {
+    out.error = resolved ? "cannot resolve " + relay_host_ + ": " + resolved->first.message()
+                         : "resolving " + relay_host_ + " timed out";
+    co_return out;
+  }
+  tcp::socket socket(ex);
+  auto connecting = tcp_connect(socket, resolved->second);
+  auto connected = co_await with_deadline(std::move(connecting), config_.connect_timeout);
+  if (!connected || *connected) {
+    out.error = connected ? connected->message() : "connecting timed out";
+    co_return out;
+  }
+  boost::system::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  link::tls_stream tls(std::move(socket), tls_);
+  tls::verification_outcome outcome;
+  tls::apply_peer_verification(tls.native_handle(),
+                               {config_.relay_pin, config_.relay_ca, relay_host_}, &outcome);
+  auto shaken = co_await with_deadline(tls_connect(tls), config_.connect_timeout);
+  if (!shaken || *shaken) {
+    if (outcome.pin_mismatch) {
+      out.fatal = exit_relay_identity;
+      out.error = "the relay at " + config_.relay + " presented certificate " +
+                  outcome.seen_fingerprint + " but --relay-pin expects " + config_.relay_pin +
+                  ". If the relay's certificate changed on purpose (a new state directory), use "
+                  "--relay-pin " +
+                  outcome.seen_fingerprint +
+                  "; otherwise something between you and the relay is intercepting the connection";
+    } else if (!outcome.chain_error.empty()) {
+      out.fatal = exit_relay_identity;
+      out.error = "cannot verify the relay's certificate: " + outcome.chain_error +
+                  ". Pass --relay-pin with the fingerprint `burrow relay` prints, or --relay-ca";
+    } else {
+      out.error = shaken ? "TLS handshake failed: " + shaken->message() : "TLS handshake timed out";
+    }
+    co_return out;
+  }
+
+  proto::hello hello{{proto::protocol_version}, "agent", config_.token, session_, index,
+                     "burrow/" BURROW_VERSION};
+  auto send_hello = link::write_control_frame(tls, hello);
+  auto sent = co_await with_deadline(std::move(send_hello), config_.connect_timeout);
+  if (!sent || *sent) {
+    out.error = "could not send hello";
+    co_return out;
+  }
+  auto reply = co_await with_deadline(link::read_control_frame(tls), config_.connect_timeout);
+  if (!reply || !reply->message) {
+    out.error = reply ? "bad answer to hello: " + reply->error : "no answer to hello";
+    co_return out;
+  }
+  if (auto* err = std::get_if<proto::link_error>(&*reply->message)) {
+    out.error = "relay refused the link: " + err->message + " (" + err->code + ")";
+    if (err->code == "bad_token") {
+      out.fatal = exit_bad_token;
+      out.error =
+          "the relay refused the token (bad_token). Check --token or BURROW_TOKEN: "
+          "`burrow relay` prints the token on its first start and keeps it in its state "
+          "directory as agent.token";
+    } else if (err->code != "going_away") {
+      out.fatal = exit_config;
+    }
+    co_return out;
+  }
+  auto* w = std::get_if<proto::welcome>(&*reply->message);
+  if (!w || w->version != proto::protocol_version || w->max_frame < 1024 ||
+      w->max_frame > proto::max_frame_payload_encodable || w->initial_window < 1024 ||
+      w->initial_window > link::max_window || w->max_streams == 0) {
+    out.error = "the relay's welcome is not one this agent understands";
+    out.fatal = exit_config;
+    co_return out;
+  }
+  link::link_limits limits;
+  limits.max_frame = w->max_frame;
+  limits.initial_window = w->initial_window;
+  limits.max_streams = w->max_streams;
+  if (w->ping_interval_ms >= 100)
+    limits.ping_interval = std::chrono::milliseconds(w->ping_interval_ms);
+  limits.ping_timeout = limits.ping_interval;
+  out.link =
+      std::make_shared<link::link>(std::move(tls), link::link_role::dialer, limits,
+                                   "relay " + config_.relay + " link " + std::to_string(index));
+  co_return out;
+}
+
+asio::awaitable<void> agent::link_slot(unsigned index) {
+  backoff delays(config_.backoff_first, config_.backoff_max);
+  log_limiter unreachable_log(std::chrono::seconds(10));
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!stopping_) {
+    auto result = co_await connect_once(index);
+    if (stopping_) co_return;
+    if (result.fatal) {
+      fatal(result.fatal, result.error);
+      co_return;
+    }
+    if (result.link) {
+      delays.reset();
+      auto l = result.link;
+      {
+        std::lock_guard lock(mutex_);
+        links_.push_back(l);
+      }
+      spdlog::info("link {} connected to relay {}", index, config_.relay);
+      link::link* raw = l.get();
+      link::link::handlers h;
+      h.on_control = [this, raw](proto::control_message m) {
+        if (auto* r = std::get_if<proto::registered>(&m))
+          on_registered(*raw, *r);
+        else if (auto* e = std::get_if<proto::link_error>(&m))
+          spdlog::error("relay: {} ({})", e->message, e->code);
+      };
+      h.on_open = [this, raw](std::shared_ptr<link::stream> s, proto::open_metadata meta) {
+        std::size_t found = services_.size();
+        for (std::size_t i = 0; i < services_.size(); ++i)
+          if (services_[i].config.name == meta.service) found = i;
+        if (found == services_.size()) {
+          raw->refuse(*s, proto::stream_status::no_service, "no such service on this agent");
+          return;
+        }
+        spawn_logged(raw->executor(),
+                     local_session(raw->shared_from_this(), std::move(s), std::move(meta), found),
+                     "stream");
+      };
+      h.on_go_away = [index] {
+        spdlog::info("link {}: the relay is going away; will reconnect", index);
+      };
+      l->send_control(registration());
+      std::string reason = co_await l->run(std::move(h));
+      if (stopping_) co_return;
+      spdlog::warn("link {} to relay {} lost: {}; reconnecting", index, config_.relay, reason);
+    } else if (unreachable_log.allow()) {
+      spdlog::warn("relay {} unreachable: {}; retrying (every {} at most)", config_.relay,
+                   result.error, format_duration(config_.backoff_max));
+    }
+    timer.expires_after(delays.next());
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+void agent::on_registered(link::link& l, const proto::registered& r) {
+  std::lock_guard lock(mutex_);
+  proto::register_services retry;
+  bool any_ok = false;
+  for (auto& res : r.services) {
+    auto it = std::find_if(services_.begin(), services_.end(),
+                           [&](auto& s) { return s.config.name == res.name; });
+    if (it == services_.end()) continue;
+    auto& s = *it;
+    if (res.ok) {
+      any_ok = true;
+      s.refused_logged = false;
+      if (s.assigned_port != res.remote_port || s.public_address != res.public_address) {
+        s.assigned_port = res.remote_port;
+        s.public_address = res.public_address;
+        std::string line = fmt::format("tcp {} is public at {}",
+                                       format_host_port(s.config.local_host, s.config.local_port),
+                                       res.public_address);
+        std::fputs((line + "\n").c_str(), stdout);
+        std::fflush(stdout);
+        spdlog::info("service {}: {}", s.config.name, line);
+      }
+      continue;
+    }
+    bool remembered = s.config.remote_port == 0 && s.assigned_port != 0;
+    if (remembered) {
+      // The port this agent had is gone (taken while we were away): take any port instead.
+      spdlog::warn("service {}: port {} is no longer ours ({}); asking for another", s.config.name,
+                   s.assigned_port, res.message);
+      s.assigned_port = 0;
+      retry.services.push_back({s.config.name, "tcp", 0});
+      continue;
+    }
+    if (!s.refused_logged) {
+      spdlog::error("the relay refused service {} (remote port {}): {} ({})", s.config.name,
+                    res.remote_port, res.message, res.code);
+      s.refused_logged = true;
+    }
+  }
+  if (!retry.services.empty()) l.send_control(retry);
+  if (any_ok) ever_registered_ = true;
+  bool all_refused = !any_ok && retry.services.empty() && r.services.size() == services_.size();
+  if (all_refused && !ever_registered_) {
+    asio::post(workers_[0]->get_executor(), [this] {
+      fatal(exit_config,
+            "the relay refused every service; nothing to do. Pick another "
+            "--remote-port, or leave it out to get any free port");
+    });
+  }
+}
+
+asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
+                                           std::shared_ptr<link::stream> s,
+                                           proto::open_metadata meta, std::size_t index) {
+  ++active_streams_;
+  struct done {
+    std::atomic<std::size_t>& n;
+    ~done() { --n; }
+  } guard{active_streams_};
+  const service_config& svc = services_[index].config;  // immutable after construction
+  tcp::socket socket(l->executor());
+  auto connected = co_await with_deadline(tcp_connect_one(socket, services_[index].target),
+                                          config_.local_connect_timeout);
+  if (!connected || *connected) {
+    bool refused = connected && *connected == asio::error::connection_refused;
+    std::string why = connected ? connected->message() : "connect timed out";
+    l->refuse(*s, refused ? proto::stream_status::refused : proto::stream_status::unreachable, why);
+    std::lock_guard lock(mutex_);
+    auto& limiter = services_[index].local_errors;
+    if (limiter.allow()) {
+      auto swallowed = limiter.take_suppressed();
+      spdlog::warn(
+          "local service {} ({}) is not answering: {}; visitors are closed at once until "
+          "it is back{}",
+          format_host_port(svc.local_host, svc.local_port), svc.name, why,
+          swallowed ? fmt::format(" ({} more since the last message)", swallowed) : "");
+    }
+    co_return;
+  }
+  if (s->is_reset()) {  // the visitor left while we were connecting
+    l->stream_finished(s->id());
+    co_return;
+  }
+  l->accept(*s);
+  if (svc.proxy != proto::proxy_version::none) {
+    auto header = proto::proxy_header(
+        svc.proxy, endpoint_or_unspecified(meta.visitor_address, meta.visitor_port),
+        endpoint_or_unspecified(meta.relay_address, meta.relay_port));
+    auto [ec, n] = co_await asio::async_write(socket, asio::buffer(header),
+                                              asio::as_tuple(asio::use_awaitable));
+    if (ec) {
+      s->reset(proto::stream_status::refused);
+      l->stream_finished(s->id());
+      co_return;
+    }
+  }
+  co_await s->pump(socket);
+}
+
+asio::awaitable<void> agent::shutdown() {
+  if (stopping_.exchange(true)) co_return;
+  std::vector<std::shared_ptr<link::link>> links;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& w : links_)
+      if (auto l = w.lock()) links.push_back(std::move(l));
+  }
+  for (auto& l : links)
+    asio::post(l->executor(),
+               [l] { l->go_away(proto::stream_status::going_away, "agent stopping"); });
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  auto deadline = std::chrono::steady_clock::now() + config_.drain_timeout;
+  if (active_streams_ > 0)
+    spdlog::info("draining {} open streams (up to {})", active_streams_.load(),
+                 format_duration(config_.drain_timeout));
+  while (active_streams_ > 0 && std::chrono::steady_clock::now() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  for (auto& l : links) asio::post(l->executor(), [l] { l->close("agent stopped"); });
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline &&
+         std::any_of(links.begin(), links.end(), [](auto& l) { return l.use_count() > 1; })) {
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  links.clear();
+  for (auto& w : workers_) w->stop();
+}
+
+}  // namespace burrow::agent

@@ -1,0 +1,74 @@
+// The agent: keeps several links to the relay alive, registers its services on each, and turns
+// every stream the relay opens into a connection to the local service.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/agent_config.hpp"
+#include "core/log.hpp"
+#include "link/link.hpp"
+
+namespace burrow::agent {
+
+// Exit codes that tell a script why the agent stopped.
+enum exit_code : int {
+  exit_ok = 0,
+  exit_config = 1,          // bad settings, or the relay refused every service
+  exit_bad_token = 2,       // the relay did not accept the token
+  exit_relay_identity = 3,  // the relay's certificate did not match the pin or chain
+};
+
+class agent {
+ public:
+  explicit agent(agent_config config);
+  ~agent();
+  // Runs until SIGINT or SIGTERM (then drains) or a fatal error; returns an exit code.
+  int run();
+
+ private:
+  struct connect_result;
+  struct service_state {
+    service_config config;
+    boost::asio::ip::tcp::endpoint target;
+    std::uint16_t assigned_port = 0;
+    std::string public_address;
+    bool refused_logged = false;
+    log_limiter local_errors{std::chrono::seconds(10)};
+  };
+
+  boost::asio::awaitable<void> link_slot(unsigned index);
+  boost::asio::awaitable<connect_result> connect_once(unsigned index);
+  boost::asio::awaitable<void> local_session(std::shared_ptr<link::link> link,
+                                             std::shared_ptr<link::stream> stream,
+                                             proto::open_metadata meta, std::size_t service);
+  boost::asio::awaitable<void> shutdown();
+  void on_registered(link::link& link, const proto::registered& r);
+  proto::register_services registration();
+  void fatal(int code, const std::string& message);
+
+  agent_config config_;
+  std::string session_;
+  std::string relay_host_;
+  std::string relay_port_;
+  boost::asio::ssl::context tls_;
+  std::vector<std::unique_ptr<boost::asio::io_context>> workers_;
+
+  std::mutex mutex_;  // guards services_' assignment state and links_
+  std::vector<service_state> services_;
+  std::vector<std::weak_ptr<link::link>> links_;
+  bool ever_registered_ = false;
+
+  std::atomic<std::size_t> active_streams_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> exit_code_{exit_ok};
+};
+
+}  // namespace burrow::agent

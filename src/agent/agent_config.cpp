@@ -1,0 +1,103 @@
+// Agent settings: validation with messages that tell the user what to change.
+#include "agent/agent_config.hpp"
+
+#include <set>
+
+#include "core/address.hpp"
+#include "tls/certs.hpp"
+
+namespace burrow::agent {
+
+const std::vector<std::string>& agent_setting_keys() {
+  static const std::vector<std::string> keys{
+      "relay",       "token",      "relay-pin", "relay-ca",        "links",
+      "backoff-max", "log-format", "log-level", "connect-timeout", "drain-timeout"};
+  return keys;
+}
+
+const std::vector<std::string>& service_setting_keys() {
+  static const std::vector<std::string> keys{"name", "local", "remote-port", "proxy-protocol"};
+  return keys;
+}
+
+service_config make_service(const settings_layer& s, std::string_view where) {
+  service_config svc;
+  auto get = [&](const char* k) -> const std::string* {
+    auto it = s.find(k);
+    return it == s.end() ? nullptr : &it->second;
+  };
+  auto* local = get("local");
+  if (!local)
+    throw config_error(std::string(where) + ": a service needs 'local' (PORT or HOST:PORT)");
+  auto hp = parse_host_port(*local, std::nullopt);
+  if (!hp) {
+    // A bare port number means 127.0.0.1.
+    hp = parse_host_port("127.0.0.1:" + *local, std::nullopt);
+  }
+  if (!hp || hp->port == 0)
+    throw config_error(std::string(where) + ": local '" + *local + "' is not PORT or HOST:PORT");
+  if (!hp->host.empty()) svc.local_host = hp->host;
+  svc.local_port = hp->port;
+  if (auto* r = get("remote-port")) {
+    auto p = parse_host_port(":" + *r, std::nullopt);
+    if (!p) throw config_error(std::string(where) + ": remote-port '" + *r + "' is not a port");
+    svc.remote_port = p->port;
+  }
+  if (auto* pp = get("proxy-protocol")) {
+    auto v = proto::parse_proxy_version(*pp);
+    if (!v)
+      throw config_error(std::string(where) + ": proxy-protocol '" + *pp + "' is not v1 or v2");
+    svc.proxy = *v;
+  }
+  if (auto* n = get("name")) {
+    svc.name = *n;
+  } else {
+    svc.name = "tcp-" + std::to_string(svc.local_port);
+  }
+  return svc;
+}
+
+agent_config make_agent_config(const layered_settings& s, std::vector<service_config> services) {
+  agent_config c;
+  c.relay = s.text_or("relay", "");
+  if (c.relay.empty())
+    throw config_error(
+        "no relay given: pass --relay HOST:PORT (or set BURROW_RELAY, or 'relay' in "
+        "the config file); `burrow relay` prints the exact agent command");
+  auto hp = parse_host_port(c.relay, std::uint16_t{7835});
+  if (!hp || hp->host.empty() || hp->port == 0)
+    throw config_error("relay address '" + c.relay + "' (from " + s.origin("relay") +
+                       ") is not HOST:PORT");
+  c.token = s.text_or("token", "");
+  if (c.token.empty())
+    throw config_error(
+        "no token given: pass --token (or set BURROW_TOKEN); the relay prints it on "
+        "first start and keeps it in its state directory as agent.token");
+  if (auto pin = s.text("relay-pin")) {
+    auto canonical = tls::normalize_fingerprint(*pin);
+    if (!canonical)
+      throw config_error("relay pin '" + *pin + "' (from " + s.origin("relay-pin") +
+                         ") is not a SHA-256 fingerprint such as sha256:3f1a...");
+    c.relay_pin = *canonical;
+  }
+  c.relay_ca = s.text_or("relay-ca", "");
+  c.links = static_cast<unsigned>(s.number_or("links", 2, 1, 64));
+  c.backoff_max = s.duration_or("backoff-max", c.backoff_max);
+  if (c.backoff_max < std::chrono::milliseconds(100))
+    c.backoff_max = std::chrono::milliseconds(100);
+  c.connect_timeout = s.duration_or("connect-timeout", c.connect_timeout);
+  c.drain_timeout = s.duration_or("drain-timeout", c.drain_timeout);
+  if (services.empty()) throw config_error("no services to expose");
+  std::set<std::string> names;
+  std::set<std::uint16_t> ports;
+  for (auto& svc : services) {
+    if (!names.insert(svc.name).second)
+      throw config_error("two services are named '" + svc.name + "'; names must differ");
+    if (svc.remote_port && !ports.insert(svc.remote_port).second)
+      throw config_error("two services ask for remote port " + std::to_string(svc.remote_port));
+  }
+  c.services = std::move(services);
+  return c;
+}
+
+}  // namespace burrow::agent

@@ -1,0 +1,45 @@
+// What an agent is told: where the relay is, how to trust it, and which local services to expose.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/settings.hpp"
+#include "proto/proxy_protocol.hpp"
+
+namespace burrow::agent {
+
+struct service_config {
+  std::string name;
+  std::string local_host = "127.0.0.1";
+  std::uint16_t local_port = 0;
+  std::uint16_t remote_port = 0;  // 0: any port the relay offers
+  proto::proxy_version proxy = proto::proxy_version::none;
+};
+
+struct agent_config {
+  std::string relay;      // HOST:PORT of the relay's agent listener
+  std::string token;      // never logged
+  std::string relay_pin;  // canonical "sha256:..." of the relay's certificate, or empty
+  std::string relay_ca;   // PEM bundle to verify the relay with when there is no pin
+  unsigned links = 2;
+  std::chrono::milliseconds backoff_first{100};
+  std::chrono::milliseconds backoff_max{5000};
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds local_connect_timeout{5000};
+  std::chrono::milliseconds drain_timeout{10000};
+  std::vector<service_config> services;
+};
+
+// Names of the agent's settings, as flags, BURROW_* variables and config keys.
+const std::vector<std::string>& agent_setting_keys();
+const std::vector<std::string>& service_setting_keys();
+
+// A service from its settings (name, local, remote-port, proxy-protocol); throws config_error.
+service_config make_service(const settings_layer& s, std::string_view where);
+// Validates and fills defaults; throws config_error with what to do about it.
+agent_config make_agent_config(const layered_settings& s, std::vector<service_config> services);
+
+}  // namespace burrow::agent

@@ -1,0 +1,118 @@
+// Subcommand dispatch for the burrow executable: parses flags, layers them over BURROW_*
+// variables and the config file, and hands a validated configuration to the library.
+#include "cli/commands.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "agent/agent_config.hpp"
+#include "cli/options.hpp"
+#include "core/config_file.hpp"
+#include "relay/relay_settings.hpp"
+
+namespace burrow::cli {
+
+namespace {
+
+void add_log_options(option_set& o, CLI::App& app) {
+  o.add(app, "log-format", "text (default) or json, one object per line");
+  o.add(app, "log-level", "trace, debug, info (default), warn, error or off");
+}
+
+void add_agent_options(option_set& o, CLI::App& app) {
+  o.add(app, "relay", "the relay's agent address, HOST:PORT");
+  o.add(app, "token", "the agent token the relay printed (better: BURROW_TOKEN)");
+  o.add(app, "relay-pin", "SHA-256 fingerprint of the relay's certificate (sha256:...)");
+  o.add(app, "relay-ca", "PEM file of CAs to verify the relay with, when there is no pin");
+  o.add(app, "links", "TLS links to keep open to the relay (default 2)");
+  o.add(app, "backoff-max", "longest wait between reconnect attempts (default 5s)");
+  o.add(app, "connect-timeout",
+        "deadline to reach the relay and finish the handshake (default 10s)");
+  o.add(app, "drain-timeout", "on SIGINT/SIGTERM, how long open streams may finish (default 10s)");
+  add_log_options(o, app);
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"Burrow: expose a service behind NAT through a relay, without opening a port."};
+  app.set_version_flag("--version", std::string("burrow ") + BURROW_VERSION);
+  app.require_subcommand(1);
+
+  // burrow relay
+  option_set relay_opts;
+  std::string relay_file;
+  auto* relay_cmd = app.add_subcommand("relay", "Run a relay: agents dial in, visitors reach them");
+  relay_cmd->add_option("-c,--config", relay_file, "TOML config file (flags and BURROW_* win)");
+  add_relay_options(relay_opts, *relay_cmd);
+  add_log_options(relay_opts, *relay_cmd);
+
+  // burrow tcp [HOST:]PORT
+  option_set tcp_opts;
+  std::string tcp_local, tcp_file;
+  auto* tcp_cmd = app.add_subcommand("tcp", "Expose a local TCP port through the relay");
+  tcp_cmd->add_option("local", tcp_local, "the local service: PORT or HOST:PORT")->required();
+  tcp_cmd->add_option("-c,--config", tcp_file, "TOML config file (flags and BURROW_* win)");
+  add_agent_options(tcp_opts, *tcp_cmd);
+  tcp_opts.add(*tcp_cmd, "remote-port", "the public port to claim (default: any free port)");
+  tcp_opts.add(*tcp_cmd, "name", "the service's name (default tcp-PORT)");
+  tcp_opts.add(*tcp_cmd, "proxy-protocol",
+               "send a PROXY protocol header (v1 or v2) to the service");
+
+  // burrow up -c burrow.toml
+  option_set up_opts;
+  std::string up_file;
+  auto* up_cmd = app.add_subcommand("up", "Expose every [[service]] of a config file");
+  up_cmd->add_option("-c,--config", up_file, "TOML config file with [[service]] tables")
+      ->required();
+  add_agent_options(up_opts, *up_cmd);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (relay_cmd->parsed()) {
+      const auto& keys = relay::relay_setting_keys();
+      config_file file;
+      if (!relay_file.empty()) file = load_config_file(relay_file, keys, {});
+      layered_settings s(relay_opts.given(), environment_layer(keys), file.settings);
+      init_logging_from(s);
+      return run_relay(s);
+    }
+    const auto& keys = agent::agent_setting_keys();
+    const auto& service_keys = agent::service_setting_keys();
+    if (tcp_cmd->parsed()) {
+      config_file file;
+      if (!tcp_file.empty()) file = load_config_file(tcp_file, keys, service_keys);
+      auto flags = tcp_opts.given();
+      settings_layer service{{"local", tcp_local}};
+      for (const char* k : {"remote-port", "name", "proxy-protocol"}) {
+        if (auto it = flags.find(k); it != flags.end()) service[k] = it->second;
+        flags.erase(k);
+      }
+      layered_settings s(std::move(flags), environment_layer(keys), file.settings);
+      init_logging_from(s);
+      return run_agent(s, {service});
+    }
+    config_file file = load_config_file(up_file, keys, service_keys);
+    if (file.services.empty())
+      throw config_error(up_file + ": no [[service]] tables; nothing to expose");
+    layered_settings s(up_opts.given(), environment_layer(keys), file.settings);
+    init_logging_from(s);
+    return run_agent(s, file.services);
+  } catch (const config_error& e) {
+    std::fprintf(stderr, "burrow: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "burrow: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace burrow::cli

@@ -1,0 +1,59 @@
+// Option binding and logging setup shared by the subcommands.
+#include "cli/options.hpp"
+
+#include <cstdlib>
+
+#include "core/log.hpp"
+
+namespace burrow::cli {
+
+CLI::Option* option_set::add(CLI::App& app, const std::string& name, const std::string& help) {
+  bound b{nullptr, std::make_unique<std::string>(), nullptr};
+  b.option = app.add_option("--" + name, *b.value, help);
+  auto* opt = b.option;
+  options_.emplace(name, std::move(b));
+  return opt;
+}
+
+CLI::Option* option_set::add_list(CLI::App& app, const std::string& name, const std::string& help) {
+  bound b{nullptr, nullptr, std::make_unique<std::vector<std::string>>()};
+  b.option = app.add_option("--" + name, *b.values, help);
+  auto* opt = b.option;
+  options_.emplace(name, std::move(b));
+  return opt;
+}
+
+settings_layer option_set::given() const {
+  settings_layer out;
+  for (auto& [name, b] : options_) {
+    if (b.option->count() == 0) continue;
+    if (b.value) {
+      out[name] = *b.value;
+    } else {
+      std::string joined;
+      for (auto& v : *b.values) joined += (joined.empty() ? "" : ",") + v;
+      out[name] = joined;
+    }
+  }
+  return out;
+}
+
+settings_layer environment_layer(const std::vector<std::string>& keys) {
+  return settings_from_env(keys, [](const char* n) { return std::getenv(n); });
+}
+
+void init_logging_from(const layered_settings& s) {
+  auto format_text = s.text_or("log-format", "text");
+  auto format = parse_log_format(format_text);
+  if (!format)
+    throw config_error("invalid value '" + format_text + "' for " + s.origin("log-format") +
+                       ": expected text or json");
+  auto level_text = s.text_or("log-level", "info");
+  auto level = spdlog::level::from_str(level_text);
+  if (level == spdlog::level::off && level_text != "off")
+    throw config_error("invalid value '" + level_text + "' for " + s.origin("log-level") +
+                       ": expected trace, debug, info, warn, error or off");
+  init_logging(*format, level);
+}
+
+}  // namespace burrow::cli

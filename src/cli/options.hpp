@@ -1,0 +1,42 @@
+// Glue between CLI11 and layered settings: options bound to strings, collected into the flags
+// layer only when given on the command line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/settings.hpp"
+
+namespace burrow::cli {
+
+class option_set {
+ public:
+  // Adds --NAME bound to a string; `key` defaults to NAME.
+  CLI::Option* add(CLI::App& app, const std::string& name, const std::string& help);
+  // Repeatable --NAME, joined with commas in the flags layer.
+  CLI::Option* add_list(CLI::App& app, const std::string& name, const std::string& help);
+  settings_layer given() const;
+
+ private:
+  struct bound {
+    CLI::Option* option;
+    std::unique_ptr<std::string> value;
+    std::unique_ptr<std::vector<std::string>> values;
+  };
+  std::map<std::string, bound> options_;
+};
+
+// The environment layer for `keys`, read from the real environment.
+settings_layer environment_layer(const std::vector<std::string>& keys);
+
+// Sets up logging from the layered settings; throws config_error on bad values.
+void init_logging_from(const layered_settings& s);
+
+void add_relay_options(option_set& o, CLI::App& app);
+int run_relay(const layered_settings& s);
+int run_agent(const layered_settings& s, std::vector<settings_layer> services);
+
+}  // namespace burrow::cli

@@ -1,0 +1,76 @@
+// `burrow relay`: loads or creates the state directory, binds, prints the agent command, serves.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "cli/options.hpp"
+#include "core/address.hpp"
+#include "relay/relay.hpp"
+#include "relay/relay_settings.hpp"
+#include "tls/certs.hpp"
+
+namespace burrow::cli {
+
+void add_relay_options(option_set& o, CLI::App& app) {
+  o.add(app, "state-dir",
+        "where the CA, certificate and agent token live "
+        "(default $XDG_STATE_HOME/burrow/relay)");
+  o.add_list(app, "listen",
+             "agent listener HOST:PORT, repeatable (default 0.0.0.0:7835 and [::]:7835)");
+  o.add_list(app, "public-bind",
+             "address public ports listen on, repeatable (default 0.0.0.0 and ::)");
+  o.add(app, "port-range",
+        "public ports to hand out: FIRST-LAST, or 0 for any (default 20000-29999)");
+  o.add(app, "advertise",
+        "host name shown to agents and visitors (default: listen host or hostname)");
+  o.add(app, "workers", "worker threads (default: one per core)");
+  o.add(app, "grace", "how long a gone agent's ports stay reserved for its token (default 30s)");
+  o.add(app, "handshake-timeout", "TLS handshake and hello deadline (default 10s)");
+  o.add(app, "drain-timeout", "on SIGTERM, how long open streams may finish (default 10s)");
+  o.add(app, "ping-interval", "keepalive ping interval on idle links (default 10s)");
+  o.add(app, "ping-timeout", "silence after a ping interval that closes a link (default 10s)");
+  o.add(app, "max-streams", "open streams per link (default 65536)");
+  o.add(app, "stream-idle-timeout", "close streams idle this long; 0 = never (default 0)");
+  o.add(app, "window", "per-stream flow-control window in bytes (default 262144)");
+}
+
+int run_relay(const layered_settings& s) {
+  auto config = relay::make_relay_config(s);
+  std::vector<std::string> names;
+  if (!config.advertise.empty()) names.push_back(config.advertise);
+  auto state = relay::load_or_create_state(config.state_dir, names);
+  bool first_start = state.token_created;
+  std::string token = state.agent_token;
+  std::string fingerprint = tls::fingerprint_sha256(state.server.cert_pem);
+  auto dir = state.dir;
+  relay::relay r(std::move(config), std::move(state));
+  r.bind();
+
+  auto endpoints = r.agent_endpoints();
+  std::string host = r.advertise_host();
+  std::uint16_t port = endpoints.front().port();
+  std::string out = fmt::format("burrow relay {}\n", BURROW_VERSION);
+  for (auto& ep : endpoints)
+    out += fmt::format("agents connect to {}\n",
+                       format_host_port(ep.address().to_string(), ep.port()));
+  out += fmt::format("relay fingerprint: {}\nstate directory: {}\n", fingerprint, dir.string());
+  std::string relay_addr = format_host_port(host, port);
+  if (first_start) {
+    out += fmt::format(
+        "expose a local port with (the token is shown once; it is kept in {}/agent.token):\n"
+        "  burrow tcp PORT --relay {} --token {} --relay-pin {}\n",
+        dir.string(), relay_addr, token, fingerprint);
+  } else {
+    out += fmt::format(
+        "expose a local port with:\n"
+        "  burrow tcp PORT --relay {} --token \"$(cat {}/agent.token)\" --relay-pin {}\n",
+        relay_addr, dir.string(), fingerprint);
+  }
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  spdlog::info("relay ready; agents connect to {}", relay_addr);
+  return r.run();
+}
+
+}  // namespace burrow::cli

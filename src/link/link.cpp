@@ -1,0 +1,364 @@
+// The link's reader, writer and keeper coroutines and its frame dispatch.
+#include "link/link.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
+#include <vector>
+
+#include "link/stream.hpp"
+
+namespace burrow::link {
+
+namespace asio = boost::asio;
+using proto::frame_type;
+using proto::stream_status;
+
+link::link(tls_stream socket, link_role role, link_limits limits, std::string name)
+    : socket_(std::move(socket)),
+      executor_(socket_.get_executor()),
+      role_(role),
+      limits_(limits),
+      name_(std::move(name)),
+      next_local_id_(role == link_role::dialer ? 1 : 2),
+      write_event_(executor_),
+      writable_event_(executor_),
+      last_received_(std::chrono::steady_clock::now()) {}
+
+link::~link() = default;
+
+asio::awaitable<std::string> link::run(handlers h) {
+  using namespace asio::experimental::awaitable_operators;
+  auto self = shared_from_this();
+  handlers_ = std::move(h);
+  co_await (reader() || writer() || keeper());
+  closed_ = true;
+  reset_all(stream_status::cancelled);
+  boost::system::error_code ec;
+  socket_.lowest_layer().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.lowest_layer().close(ec);
+  writable_event_.notify();
+  handlers_ = {};  // the handlers may hold what holds this link
+  if (close_reason_.empty()) close_reason_ = "closed";
+  co_return close_reason_;
+}
+
+asio::awaitable<void> link::reader() {
+  const std::size_t read_size =
+      std::max<std::size_t>(limits_.max_frame, 64 * 1024) + proto::frame_header_size;
+  for (;;) {
+    auto [ec, n] =
+        co_await socket_.async_read_some(asio::buffer(read_buffer_.prepare(read_size), read_size),
+                                         asio::as_tuple(asio::use_awaitable));
+    if (ec) {
+      if (close_reason_.empty())
+        close_reason_ = (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+                            ? "peer closed the link"
+                            : "read failed: " + ec.message();
+      co_return;
+    }
+    read_buffer_.commit(n);
+    counters_.bytes_in += n;
+    last_received_ = std::chrono::steady_clock::now();
+    for (;;) {
+      auto r = proto::decode_frame(read_buffer_.bytes(), limits_.max_frame);
+      if (r.error == proto::decode_error::incomplete) break;
+      if (r.error != proto::decode_error::none) {
+        close_reason_ = "protocol error: " + std::string(proto::to_string(r.error));
+        co_return;
+      }
+      ++counters_.frames_in;
+      if (!dispatch(r.header, r.payload)) co_return;
+      read_buffer_.consume(r.consumed);
+    }
+  }
+}
+
+asio::awaitable<void> link::writer() {
+  for (;;) {
+    if (write_buffer_.empty()) {
+      if (going_away_ && closing_) co_return;
+      co_await write_event_.wait();
+      continue;
+    }
+    std::swap(write_buffer_, writing_);
+    auto [ec, n] =
+        co_await asio::async_write(socket_, asio::buffer(writing_.data(), writing_.size()),
+                                   asio::as_tuple(asio::use_awaitable));
+    counters_.bytes_out += n;
+    writing_.clear();
+    if (ec) {
+      if (close_reason_.empty()) close_reason_ = "write failed: " + ec.message();
+      co_return;
+    }
+    if (write_blocked_ && write_buffer_.size() <= limits_.write_low_water) {
+      write_blocked_ = false;
+      writable_event_.notify();
+    }
+  }
+}
+
+asio::awaitable<void> link::keeper() {
+  using clock = std::chrono::steady_clock;
+  asio::steady_timer timer(executor_);
+  const auto tick =
+      std::min<std::chrono::milliseconds>(limits_.ping_interval, std::chrono::seconds(1));
+  auto next_ping = clock::now() + limits_.ping_interval;
+  std::vector<std::shared_ptr<stream>> expired;
+  for (;;) {
+    timer.expires_after(tick);
+    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;
+    auto now = clock::now();
+    if (closing_ && now >= close_deadline_) co_return;
+    if (now - last_received_ > limits_.ping_interval + limits_.ping_timeout) {
+      close_reason_ =
+          "peer silent for " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::seconds>(now - last_received_).count()) +
+          "s (no pong)";
+      co_return;
+    }
+    if (now >= next_ping) {
+      std::uint8_t payload[8] = {};
+      auto stamp = static_cast<std::uint64_t>(now.time_since_epoch().count());
+      proto::write_u32(payload, static_cast<std::uint32_t>(stamp >> 32));
+      proto::write_u32(payload + 4, static_cast<std::uint32_t>(stamp));
+      append_frame(frame_type::ping, 0, 0, payload);
+      next_ping = now + limits_.ping_interval;
+    }
+    expired.clear();
+    for (auto& [id, s] : streams_) {
+      bool mine = (id & 1) == (role_ == link_role::dialer ? 1u : 0u);
+      if (mine && !s->open_confirmed() && now - s->opened_at() > limits_.open_timeout) {
+        expired.push_back(s);
+      } else if (limits_.stream_idle_timeout.count() > 0 &&
+                 now - s->last_activity() > limits_.stream_idle_timeout) {
+        expired.push_back(s);
+      }
+    }
+    for (auto& s : expired)
+      s->reset(s->open_confirmed() ? stream_status::idle_timeout : stream_status::unreachable);
+  }
+}
+
+bool link::dispatch(const proto::frame_header& h, std::span<const std::uint8_t> payload) {
+  auto find = [&]() -> stream* {
+    auto it = streams_.find(h.stream_id);
+    if (it == streams_.end()) {
+      ++counters_.frames_ignored;  // a stream that just ended; frames may still be in flight
+      return nullptr;
+    }
+    return it->second.get();
+  };
+  switch (h.type) {
+    case frame_type::data: {
+      if (auto* s = find(); s && !s->on_data(payload, h.flags & proto::flag::fin)) {
+        ++counters_.stream_errors;
+        spdlog::warn("link {}: stream {} broke flow control; reset", name_, h.stream_id);
+        s->reset(stream_status::protocol_error);
+      }
+      return true;
+    }
+    case frame_type::open:
+      return on_open_frame(h.stream_id, payload);
+    case frame_type::open_result: {
+      if (auto* s = find()) s->on_open_result(static_cast<stream_status>(payload[0]));
+      return true;
+    }
+    case frame_type::window: {
+      if (auto* s = find(); s && !s->on_window(proto::read_u32(payload.data()))) {
+        ++counters_.stream_errors;
+        s->reset(stream_status::protocol_error);
+      }
+      return true;
+    }
+    case frame_type::reset: {
+      if (auto* s = find()) s->on_reset(static_cast<stream_status>(payload[0]));
+      return true;
+    }
+    case frame_type::ping: {
+      if (!(h.flags & proto::flag::ack))
+        append_frame(frame_type::ping, proto::flag::ack, 0, payload);
+      return true;
+    }
+    case frame_type::go_away: {
+      peer_going_away_ = true;
+      if (handlers_.on_go_away) handlers_.on_go_away();
+      return true;
+    }
+    case frame_type::control: {
+      auto decoded = proto::decode_control(
+          std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()));
+      if (!decoded.message) {
+        close_reason_ = "protocol error: " + decoded.error;
+        return false;
+      }
+      if (handlers_.on_control) handlers_.on_control(std::move(*decoded.message));
+      return true;
+    }
+    case frame_type::datagram:
+      ++counters_.frames_ignored;  // reserved for UDP flows
+      return true;
+  }
+  return true;
+}
+
+bool link::peer_may_open(std::uint32_t id) const {
+  bool peer_odd = role_ == link_role::acceptor;
+  return ((id & 1) == 1) == peer_odd && id > last_peer_id_;
+}
+
+bool link::on_open_frame(std::uint32_t id, std::span<const std::uint8_t> payload) {
+  if (!peer_may_open(id)) {
+    close_reason_ = "protocol error: stream id " + std::to_string(id) + " may not be opened";
+    return false;
+  }
+  last_peer_id_ = id;
+  auto answer = [&](stream_status st) {
+    std::uint8_t b = static_cast<std::uint8_t>(st);
+    append_frame(frame_type::open_result, 0, id, {&b, 1});
+  };
+  if (going_away_ || closing_) {
+    answer(stream_status::going_away);
+    return true;
+  }
+  if (streams_.size() >= limits_.max_streams) {
+    answer(stream_status::overloaded);
+    return true;
+  }
+  auto meta = proto::decode_open(
+      std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()));
+  if (!meta || !handlers_.on_open) {
+    ++counters_.stream_errors;
+    answer(meta ? stream_status::forbidden : stream_status::protocol_error);
+    return true;
+  }
+  auto s = std::make_shared<stream>(shared_from_this(), id, limits_.initial_window);
+  streams_.emplace(id, s);
+  ++counters_.streams_opened;
+  handlers_.on_open(std::move(s), std::move(*meta));
+  return true;
+}
+
+std::shared_ptr<stream> link::open_stream(const proto::open_metadata& meta) {
+  if (closed_ || closing_ || peer_going_away_ || streams_.size() >= limits_.max_streams ||
+      next_local_id_ > 0x7ffffff0u)
+    return nullptr;
+  std::uint32_t id = next_local_id_;
+  next_local_id_ += 2;
+  auto s = std::make_shared<stream>(shared_from_this(), id, limits_.initial_window);
+  streams_.emplace(id, s);
+  ++counters_.streams_opened;
+  std::string m = proto::encode_open(meta);
+  append_frame(frame_type::open, 0, id,
+               {reinterpret_cast<const std::uint8_t*>(m.data()), m.size()});
+  return s;
+}
+
+void link::accept(stream& s) {
+  s.on_open_result(stream_status::ok);
+  std::uint8_t b = static_cast<std::uint8_t>(stream_status::ok);
+  append_frame(frame_type::open_result, 0, s.id(), {&b, 1});
+}
+
+void link::refuse(stream& s, stream_status status, std::string_view reason) {
+  std::uint8_t buf[256];
+  buf[0] = static_cast<std::uint8_t>(status);
+  std::size_t n = std::min<std::size_t>(reason.size(), sizeof(buf) - 1);
+  std::memcpy(buf + 1, reason.data(), n);
+  if (!closed_) append_frame(frame_type::open_result, 0, s.id(), {buf, n + 1});
+  s.on_reset(status);
+  streams_.erase(s.id());
+}
+
+void link::send_control(const proto::control_message& m) {
+  std::string json = proto::encode_control(m);
+  append_frame(frame_type::control, 0, 0,
+               {reinterpret_cast<const std::uint8_t*>(json.data()), json.size()});
+}
+
+void link::go_away(stream_status status, std::string_view reason) {
+  if (going_away_ || closed_) return;
+  going_away_ = true;
+  std::uint8_t buf[5 + 256];
+  proto::write_u32(buf, last_peer_id_);
+  buf[4] = static_cast<std::uint8_t>(status);
+  std::size_t n = std::min<std::size_t>(reason.size(), 256);
+  std::memcpy(buf + 5, reason.data(), n);
+  append_frame(frame_type::go_away, 0, 0, {buf, n + 5});
+}
+
+void link::close(std::string reason) {
+  if (closing_ || closed_) return;
+  if (close_reason_.empty()) close_reason_ = std::move(reason);
+  closing_ = true;
+  going_away_ = true;
+  close_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  write_event_.notify();  // the writer flushes what is queued, then the link ends
+}
+
+asio::awaitable<void> link::wait_writable() {
+  if (write_blocked_ && !closed_) co_await writable_event_.wait();
+}
+
+std::size_t link::send_data_from(std::uint32_t id, asio::ip::tcp::socket& socket, std::size_t max,
+                                 boost::system::error_code& ec) {
+  std::uint8_t* p = write_buffer_.prepare(proto::frame_header_size + max);
+  std::size_t n = socket.read_some(asio::buffer(p + proto::frame_header_size, max), ec);
+  if (ec || n == 0) return 0;
+  proto::encode_header(
+      {static_cast<std::uint32_t>(n), frame_type::data, 0, id},
+      std::span<std::uint8_t, proto::frame_header_size>(p, proto::frame_header_size));
+  write_buffer_.commit(proto::frame_header_size + n);
+  ++counters_.frames_out;
+  queued();
+  return n;
+}
+
+void link::send_fin(std::uint32_t id) {
+  append_frame(frame_type::data, proto::flag::fin, id, {});
+}
+
+void link::send_window(std::uint32_t id, std::uint32_t increment) {
+  std::uint8_t b[4];
+  proto::write_u32(b, increment);
+  append_frame(frame_type::window, 0, id, b);
+}
+
+void link::send_reset(std::uint32_t id, stream_status status) {
+  std::uint8_t b = static_cast<std::uint8_t>(status);
+  append_frame(frame_type::reset, 0, id, {&b, 1});
+}
+
+void link::stream_finished(std::uint32_t id) {
+  streams_.erase(id);
+}
+
+void link::append_frame(frame_type type, std::uint8_t flags, std::uint32_t id,
+                        std::span<const std::uint8_t> payload) {
+  if (closed_) return;
+  std::uint8_t* p = write_buffer_.prepare(proto::frame_header_size + payload.size());
+  proto::encode_header(
+      {static_cast<std::uint32_t>(payload.size()), type, flags, id},
+      std::span<std::uint8_t, proto::frame_header_size>(p, proto::frame_header_size));
+  if (!payload.empty()) std::memcpy(p + proto::frame_header_size, payload.data(), payload.size());
+  write_buffer_.commit(proto::frame_header_size + payload.size());
+  ++counters_.frames_out;
+  queued();
+}
+
+void link::queued() {
+  write_event_.notify();
+  if (!write_blocked_ && write_buffer_.size() >= limits_.write_high_water) write_blocked_ = true;
+}
+
+void link::reset_all(stream_status status) {
+  auto streams = std::move(streams_);
+  streams_.clear();
+  for (auto& [id, s] : streams) s->on_reset(status);
+}
+
+}  // namespace burrow::link

@@ -1,0 +1,129 @@
+// A link: one TLS connection between agent and relay carrying many streams. One reader and one
+// writer coroutine; everything queued for sending is coalesced into one TLS write. A link and
+// its streams live on one executor (one thread), so nothing here takes a lock.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "link/byte_buffer.hpp"
+#include "link/event.hpp"
+#include "link/limits.hpp"
+#include "proto/control.hpp"
+#include "proto/frame.hpp"
+
+namespace burrow::link {
+
+class stream;
+
+using tls_stream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+
+// The dialer opens odd stream ids, the acceptor even ones, so both may open without clashing.
+enum class link_role { dialer, acceptor };
+
+struct link_counters {
+  std::uint64_t frames_in = 0, frames_out = 0;
+  std::uint64_t bytes_in = 0, bytes_out = 0;
+  std::uint64_t streams_opened = 0;
+  std::uint64_t frames_ignored = 0;  // frames for streams already gone
+  std::uint64_t stream_errors = 0;   // streams reset for breaking the protocol
+};
+
+class link : public std::enable_shared_from_this<link> {
+ public:
+  struct handlers {
+    // The peer opened a stream. Answer with accept() or refuse(), now or later.
+    std::function<void(std::shared_ptr<stream>, proto::open_metadata)> on_open;
+    std::function<void(proto::control_message)> on_control;
+    std::function<void()> on_go_away;
+  };
+
+  link(tls_stream socket, link_role role, link_limits limits, std::string name);
+  ~link();
+  link(const link&) = delete;
+  link& operator=(const link&) = delete;
+
+  // Runs the link until it closes; returns why it closed.
+  boost::asio::awaitable<std::string> run(handlers h);
+
+  // Opens a stream toward the peer; null when the link is closing or full.
+  std::shared_ptr<stream> open_stream(const proto::open_metadata& meta);
+  void accept(stream& s);
+  void refuse(stream& s, proto::stream_status status, std::string_view reason = {});
+  void send_control(const proto::control_message& m);
+  // Tells the peer to open nothing new here; streams in flight go on.
+  void go_away(proto::stream_status status, std::string_view reason);
+  // Closes at once: every stream is reset.
+  void close(std::string reason);
+
+  const std::string& name() const { return name_; }
+  const link_limits& limits() const { return limits_; }
+  boost::asio::any_io_executor executor() const { return executor_; }
+  std::size_t stream_count() const { return streams_.size(); }
+  bool closed() const { return closed_; }
+  bool going_away() const { return going_away_; }
+  bool peer_going_away() const { return peer_going_away_; }
+  const link_counters& counters() const { return counters_; }
+  std::chrono::steady_clock::time_point last_received() const { return last_received_; }
+
+  // Used by streams.
+  bool write_blocked() const { return write_blocked_; }
+  boost::asio::awaitable<void> wait_writable();
+  // Reads up to `max` bytes from `socket` straight into a data frame; 0 with no error means
+  // the socket had nothing after all.
+  std::size_t send_data_from(std::uint32_t id, boost::asio::ip::tcp::socket& socket,
+                             std::size_t max, boost::system::error_code& ec);
+  void send_fin(std::uint32_t id);
+  void send_window(std::uint32_t id, std::uint32_t increment);
+  void send_reset(std::uint32_t id, proto::stream_status status);
+  void stream_finished(std::uint32_t id);
+
+ private:
+  boost::asio::awaitable<void> reader();
+  boost::asio::awaitable<void> writer();
+  boost::asio::awaitable<void> keeper();  // pings, dead-peer detection, stream deadlines
+  bool dispatch(const proto::frame_header& h, std::span<const std::uint8_t> payload);
+  bool on_open_frame(std::uint32_t id, std::span<const std::uint8_t> payload);
+  void append_frame(proto::frame_type type, std::uint8_t flags, std::uint32_t id,
+                    std::span<const std::uint8_t> payload);
+  void queued();
+  bool peer_may_open(std::uint32_t id) const;
+  void reset_all(proto::stream_status status);
+
+  tls_stream socket_;
+  boost::asio::any_io_executor executor_;
+  link_role role_;
+  link_limits limits_;
+  std::string name_;
+  handlers handlers_;
+
+  std::unordered_map<std::uint32_t, std::shared_ptr<stream>> streams_;
+  std::uint32_t next_local_id_;
+  std::uint32_t last_peer_id_ = 0;
+
+  byte_buffer read_buffer_;
+  byte_buffer write_buffer_;  // frames being queued
+  byte_buffer writing_;       // frames being written
+  event write_event_;
+  event writable_event_;
+  bool write_blocked_ = false;
+
+  bool closed_ = false;
+  bool closing_ = false;
+  std::chrono::steady_clock::time_point close_deadline_;
+  bool going_away_ = false;
+  bool peer_going_away_ = false;
+  std::string close_reason_;
+  std::chrono::steady_clock::time_point last_received_;
+  link_counters counters_;
+};
+
+}  // namespace burrow::link

@@ -1,0 +1,161 @@
+// Stream pump: the socket's bytes go straight into the link's write buffer, and the peer's bytes
+// go straight to the socket when it takes them, so a stream buffers only what a slow socket
+// leaves behind, never more than its credit.
+#include "link/stream.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/write.hpp>
+
+#include "link/link.hpp"
+
+namespace burrow::link {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+stream::stream(std::shared_ptr<link> owner, std::uint32_t id, std::uint32_t window)
+    : link_(std::move(owner)),
+      id_(id),
+      send_(window),
+      receive_(window),
+      inbound_event_(link_->executor()),
+      credit_event_(link_->executor()),
+      opened_at_(std::chrono::steady_clock::now()),
+      last_activity_(opened_at_) {}
+
+asio::awaitable<void> stream::pump(tcp::socket& socket) {
+  using namespace asio::experimental::awaitable_operators;
+  boost::system::error_code ec;
+  socket.non_blocking(true, ec);
+  socket.set_option(tcp::no_delay(true), ec);
+  socket_ = &socket;
+  if (!reset_) co_await (upstream() && downstream());
+  socket_ = nullptr;
+  if (reset_) socket.set_option(asio::socket_base::linger(true, 0), ec);  // close with an RST
+  link_->stream_finished(id_);
+}
+
+asio::awaitable<void> stream::upstream() {
+  while (!reset_ && !outbound_fin_) {
+    if (send_.available() == 0) {
+      co_await credit_event_.wait();
+      continue;
+    }
+    if (link_->write_blocked()) {
+      co_await link_->wait_writable();
+      continue;
+    }
+    auto [ec] =
+        co_await socket_->async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+    if (reset_) break;
+    if (ec) {
+      reset(proto::stream_status::cancelled);
+      break;
+    }
+    std::size_t max = std::min<std::size_t>(send_.available(), link_->limits().max_frame);
+    boost::system::error_code rec;
+    std::size_t n = link_->send_data_from(id_, *socket_, max, rec);
+    if (rec == asio::error::would_block || rec == asio::error::try_again) continue;
+    if (rec == asio::error::eof) {
+      outbound_fin_ = true;
+      link_->send_fin(id_);
+      break;
+    }
+    if (rec) {
+      reset(proto::stream_status::cancelled);
+      break;
+    }
+    send_.consume(static_cast<std::uint32_t>(n));
+    bytes_out_ += n;
+    touch();
+  }
+}
+
+asio::awaitable<void> stream::downstream() {
+  byte_buffer writing;
+  while (!reset_) {
+    if (!inbound_.empty()) {
+      std::swap(inbound_, writing);  // on_data may append to inbound_ while this write runs
+      auto [ec, n] =
+          co_await asio::async_write(*socket_, asio::buffer(writing.data(), writing.size()),
+                                     asio::as_tuple(asio::use_awaitable));
+      if (reset_) break;
+      if (ec) {
+        reset(proto::stream_status::cancelled);
+        break;
+      }
+      writing.clear();
+      if (inbound_.empty()) std::swap(inbound_, writing);  // keep one buffer, not two
+      consumed(n);
+      touch();
+      continue;
+    }
+    if (inbound_fin_) {
+      boost::system::error_code ec;
+      socket_->shutdown(tcp::socket::shutdown_send, ec);
+      break;
+    }
+    down_idle_ = true;
+    co_await inbound_event_.wait();
+    down_idle_ = false;
+  }
+}
+
+void stream::consumed(std::size_t n) {
+  if (auto grant = receive_.on_consumed(static_cast<std::uint32_t>(n)))
+    link_->send_window(id_, grant);
+}
+
+bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
+  if (inbound_fin_ || !receive_.on_data(static_cast<std::uint32_t>(bytes.size()))) return false;
+  if (reset_) return true;
+  bytes_in_ += bytes.size();
+  touch();
+  if (!bytes.empty() && socket_ && down_idle_ && inbound_.empty()) {
+    // The socket is idle: hand it the bytes now and skip the queue.
+    boost::system::error_code ec;
+    std::size_t n = socket_->write_some(asio::buffer(bytes.data(), bytes.size()), ec);
+    if (ec) n = 0;  // the downstream write will meet the error and reset
+    if (n) consumed(n);
+    bytes = bytes.subspan(n);
+  }
+  if (!bytes.empty()) inbound_.append(bytes.data(), bytes.size());
+  if (fin) inbound_fin_ = true;
+  if (!inbound_.empty() || fin) inbound_event_.notify();
+  return true;
+}
+
+bool stream::on_window(std::uint32_t increment) {
+  if (!send_.grant(increment)) return false;
+  credit_event_.notify();
+  return true;
+}
+
+void stream::on_open_result(proto::stream_status status) {
+  if (status == proto::stream_status::ok) {
+    open_confirmed_ = true;
+    return;
+  }
+  on_reset(status);
+}
+
+void stream::on_reset(proto::stream_status status) {
+  if (reset_) return;
+  reset_ = true;
+  reset_status_ = status;
+  inbound_.release();
+  inbound_event_.notify();
+  credit_event_.notify();
+  if (socket_) {
+    boost::system::error_code ec;
+    socket_->cancel(ec);
+  }
+}
+
+void stream::reset(proto::stream_status status) {
+  if (reset_) return;
+  link_->send_reset(id_, status);
+  on_reset(status);
+}
+
+}  // namespace burrow::link

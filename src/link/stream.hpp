@@ -1,0 +1,79 @@
+// One visitor connection inside a link: credit in both directions, a queue for bytes that the
+// local socket has not taken yet, and the pump that moves bytes between socket and link.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "link/byte_buffer.hpp"
+#include "link/event.hpp"
+#include "link/flow_window.hpp"
+#include "proto/frame.hpp"
+
+namespace burrow::link {
+
+class link;
+
+class stream : public std::enable_shared_from_this<stream> {
+ public:
+  stream(std::shared_ptr<link> owner, std::uint32_t id, std::uint32_t window);
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+
+  std::uint32_t id() const { return id_; }
+  bool is_reset() const { return reset_; }
+  proto::stream_status reset_status() const { return reset_status_; }
+  bool open_confirmed() const { return open_confirmed_; }
+  std::chrono::steady_clock::time_point opened_at() const { return opened_at_; }
+  std::chrono::steady_clock::time_point last_activity() const { return last_activity_; }
+  std::uint64_t bytes_in() const { return bytes_in_; }
+  std::uint64_t bytes_out() const { return bytes_out_; }
+
+  // Moves bytes between `socket` and the link until both directions have finished or the stream
+  // is reset. The caller owns the socket; on reset it is set to close with an RST.
+  boost::asio::awaitable<void> pump(boost::asio::ip::tcp::socket& socket);
+
+  // Aborts the stream locally and tells the peer (unless the peer is the one who reset it).
+  void reset(proto::stream_status status);
+
+  // Called by the link's reader.
+  bool on_data(std::span<const std::uint8_t> bytes, bool fin);  // false: peer overran credit
+  bool on_window(std::uint32_t increment);                      // false: overflow
+  void on_reset(proto::stream_status status);
+  void on_open_result(proto::stream_status status);
+  void on_link_writable() { credit_event_.notify(); }
+
+ private:
+  boost::asio::awaitable<void> upstream();    // socket -> link
+  boost::asio::awaitable<void> downstream();  // link -> socket
+  void try_direct_write();
+  void consumed(std::size_t n);
+  void touch() { last_activity_ = std::chrono::steady_clock::now(); }
+
+  std::shared_ptr<link> link_;
+  std::uint32_t id_;
+  boost::asio::ip::tcp::socket* socket_ = nullptr;
+
+  send_window send_;
+  receive_window receive_;
+  byte_buffer inbound_;  // from the peer, not yet written to the socket
+  event inbound_event_;
+  event credit_event_;
+
+  bool inbound_fin_ = false;   // the peer half-closed
+  bool outbound_fin_ = false;  // we half-closed toward the peer
+  bool down_idle_ = false;     // downstream waits for bytes: a direct write is safe
+  bool reset_ = false;
+  bool open_confirmed_ = false;
+  proto::stream_status reset_status_ = proto::stream_status::ok;
+  std::chrono::steady_clock::time_point opened_at_;
+  std::chrono::steady_clock::time_point last_activity_;
+  std::uint64_t bytes_in_ = 0, bytes_out_ = 0;
+};
+
+}  // namespace burrow::link

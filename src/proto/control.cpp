@@ -1,0 +1,258 @@
+// JSON encoding of control messages and open metadata, with strict, bounded decoding.
+#include "proto/control.hpp"
+
+#include <boost/json.hpp>
+
+#include "proto/frame.hpp"
+
+namespace burrow::proto {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t max_string = 4096;
+constexpr std::size_t max_services = 1024;
+
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+
+// Typed field readers: absent fields keep their default, wrong types fail the decode.
+struct reader {
+  const json::object& o;
+  bool ok = true;
+
+  void str(std::string_view key, std::string& out) {
+    auto* v = o.if_contains(key);
+    if (!v) return;
+    auto* s = v->if_string();
+    if (!s || s->size() > max_string) {
+      ok = false;
+      return;
+    }
+    out.assign(s->data(), s->size());
+  }
+  template <class T>
+  void num(std::string_view key, T& out) {
+    auto* v = o.if_contains(key);
+    if (!v) return;
+    std::uint64_t n = 0;
+    if (auto* u = v->if_uint64()) {
+      n = *u;
+    } else if (auto* i = v->if_int64(); i && *i >= 0) {
+      n = static_cast<std::uint64_t>(*i);
+    } else {
+      ok = false;
+      return;
+    }
+    if (n > std::numeric_limits<T>::max()) {
+      ok = false;
+      return;
+    }
+    out = static_cast<T>(n);
+  }
+  void boolean(std::string_view key, bool& out) {
+    auto* v = o.if_contains(key);
+    if (!v) return;
+    if (auto* b = v->if_bool()) {
+      out = *b;
+    } else {
+      ok = false;
+    }
+  }
+  const json::array* array(std::string_view key) {
+    auto* v = o.if_contains(key);
+    if (!v) return nullptr;
+    auto* a = v->if_array();
+    if (!a || a->size() > max_services) ok = false;
+    return ok ? a : nullptr;
+  }
+};
+
+std::optional<json::object> parse_object(std::string_view text) {
+  if (text.size() > max_control_payload) return std::nullopt;
+  json::parse_options opts;
+  opts.max_depth = 8;
+  std::error_code ec;
+  json::value v = json::parse(text, ec, {}, opts);
+  if (ec || !v.is_object()) return std::nullopt;
+  return std::move(v.as_object());
+}
+
+json::object encode_service(const service_spec& s) {
+  return {{"name", s.name}, {"kind", s.kind}, {"remote_port", s.remote_port}};
+}
+
+json::object encode_result(const service_result& r) {
+  json::object o{{"name", r.name}, {"ok", r.ok}, {"remote_port", r.remote_port}};
+  if (!r.public_address.empty()) o["public_address"] = r.public_address;
+  if (!r.code.empty()) o["code"] = r.code;
+  if (!r.message.empty()) o["message"] = r.message;
+  return o;
+}
+
+}  // namespace
+
+std::string encode_control(const control_message& m) {
+  json::object o = std::visit(
+      overloaded{
+          [](const hello& h) {
+            json::array versions;
+            for (auto v : h.versions) versions.push_back(v);
+            return json::object{{"type", "hello"},       {"versions", versions},
+                                {"role", h.role},        {"token", h.token},
+                                {"session", h.session},  {"link_index", h.link_index},
+                                {"software", h.software}};
+          },
+          [](const welcome& w) {
+            return json::object{{"type", "welcome"},
+                                {"version", w.version},
+                                {"max_frame", w.max_frame},
+                                {"initial_window", w.initial_window},
+                                {"max_streams", w.max_streams},
+                                {"ping_interval_ms", w.ping_interval_ms}};
+          },
+          [](const register_services& r) {
+            json::array a;
+            for (auto& s : r.services) a.push_back(encode_service(s));
+            return json::object{{"type", "register"}, {"services", a}};
+          },
+          [](const registered& r) {
+            json::array a;
+            for (auto& s : r.services) a.push_back(encode_result(s));
+            return json::object{{"type", "registered"}, {"services", a}};
+          },
+          [](const link_error& e) {
+            return json::object{{"type", "error"}, {"code", e.code}, {"message", e.message}};
+          },
+      },
+      m);
+  return json::serialize(o);
+}
+
+control_decode decode_control(std::string_view text) {
+  control_decode out;
+  auto obj = parse_object(text);
+  if (!obj) {
+    out.error = "control message is not a JSON object within limits";
+    return out;
+  }
+  reader r{*obj};
+  std::string type;
+  r.str("type", type);
+  if (type == "hello") {
+    hello h;
+    if (auto* a = r.array("versions")) {
+      for (auto& v : *a) {
+        if (!v.is_int64() && !v.is_uint64()) {
+          r.ok = false;
+          break;
+        }
+        auto n = v.is_int64() ? v.as_int64() : static_cast<std::int64_t>(v.as_uint64());
+        if (n < 0 || n > 0xffff) {
+          r.ok = false;
+          break;
+        }
+        h.versions.push_back(static_cast<std::uint32_t>(n));
+      }
+    }
+    r.str("role", h.role);
+    r.str("token", h.token);
+    r.str("session", h.session);
+    r.num("link_index", h.link_index);
+    r.str("software", h.software);
+    if (r.ok) out.message = std::move(h);
+  } else if (type == "welcome") {
+    welcome w;
+    r.num("version", w.version);
+    r.num("max_frame", w.max_frame);
+    r.num("initial_window", w.initial_window);
+    r.num("max_streams", w.max_streams);
+    r.num("ping_interval_ms", w.ping_interval_ms);
+    if (r.ok) out.message = w;
+  } else if (type == "register") {
+    register_services reg;
+    if (auto* a = r.array("services")) {
+      for (auto& v : *a) {
+        auto* so = v.if_object();
+        if (!so) {
+          r.ok = false;
+          break;
+        }
+        reader sr{*so};
+        service_spec s;
+        sr.str("name", s.name);
+        sr.str("kind", s.kind);
+        sr.num("remote_port", s.remote_port);
+        if (!sr.ok) {
+          r.ok = false;
+          break;
+        }
+        reg.services.push_back(std::move(s));
+      }
+    }
+    if (r.ok) out.message = std::move(reg);
+  } else if (type == "registered") {
+    registered reg;
+    if (auto* a = r.array("services")) {
+      for (auto& v : *a) {
+        auto* so = v.if_object();
+        if (!so) {
+          r.ok = false;
+          break;
+        }
+        reader sr{*so};
+        service_result s;
+        sr.str("name", s.name);
+        sr.boolean("ok", s.ok);
+        sr.num("remote_port", s.remote_port);
+        sr.str("public_address", s.public_address);
+        sr.str("code", s.code);
+        sr.str("message", s.message);
+        if (!sr.ok) {
+          r.ok = false;
+          break;
+        }
+        reg.services.push_back(std::move(s));
+      }
+    }
+    if (r.ok) out.message = std::move(reg);
+  } else if (type == "error") {
+    link_error e;
+    r.str("code", e.code);
+    r.str("message", e.message);
+    if (r.ok) out.message = std::move(e);
+  } else {
+    out.error = "unknown control message type";
+    return out;
+  }
+  if (!out.message) out.error = "control message '" + type + "' has a field of the wrong type";
+  return out;
+}
+
+std::string encode_open(const open_metadata& m) {
+  json::object o{{"service", m.service},
+                 {"visitor_address", m.visitor_address},
+                 {"visitor_port", m.visitor_port},
+                 {"relay_address", m.relay_address},
+                 {"relay_port", m.relay_port}};
+  return json::serialize(o);
+}
+
+std::optional<open_metadata> decode_open(std::string_view text) {
+  auto obj = parse_object(text);
+  if (!obj) return std::nullopt;
+  reader r{*obj};
+  open_metadata m;
+  r.str("service", m.service);
+  r.str("visitor_address", m.visitor_address);
+  r.num("visitor_port", m.visitor_port);
+  r.str("relay_address", m.relay_address);
+  r.num("relay_port", m.relay_port);
+  if (!r.ok) return std::nullopt;
+  return m;
+}
+
+}  // namespace burrow::proto

@@ -1,0 +1,85 @@
+// Control messages of the link protocol: small JSON objects carried in control frames (stream 0)
+// and as the metadata of open frames. Pure encode and decode, bounded in size and depth.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace burrow::proto {
+
+// First message on a link, from the side that dialled it.
+struct hello {
+  std::vector<std::uint32_t> versions;  // protocol versions the dialer speaks
+  std::string role;                     // "agent" (later: "visitor", "relay")
+  std::string token;                    // never logged
+  std::string session;                  // random id of the agent process, the same on every link
+  std::uint32_t link_index = 0;
+  std::string software;  // "burrow/0.1.0", for logs
+};
+
+// The relay's answer to a good hello: the version chosen and the limits of this link.
+struct welcome {
+  std::uint32_t version = 0;
+  std::uint32_t max_frame = 0;
+  std::uint32_t initial_window = 0;
+  std::uint32_t max_streams = 0;
+  std::uint32_t ping_interval_ms = 0;
+};
+
+struct service_spec {
+  std::string name;
+  std::string kind = "tcp";
+  std::uint16_t remote_port = 0;  // 0 = any free port from the relay's range
+};
+
+struct register_services {
+  std::vector<service_spec> services;
+};
+
+// Per-service outcome of a registration. Refusals carry a code and a message for the user.
+struct service_result {
+  std::string name;
+  bool ok = false;
+  std::uint16_t remote_port = 0;
+  std::string public_address;  // "host:port" visitors use
+  std::string code;            // "port_in_use", "port_not_allowed", ...
+  std::string message;
+};
+
+struct registered {
+  std::vector<service_result> services;
+};
+
+// A link-level refusal (bad token, unsupported version, ...); the sender closes after it.
+struct link_error {
+  std::string code;
+  std::string message;
+};
+
+using control_message = std::variant<hello, welcome, register_services, registered, link_error>;
+
+std::string encode_control(const control_message& m);
+
+struct control_decode {
+  std::optional<control_message> message;
+  std::string error;  // why decoding failed, safe to log (never echoes secrets)
+};
+control_decode decode_control(std::string_view json);
+
+// Metadata of an open frame: which service, and who the visitor is.
+struct open_metadata {
+  std::string service;
+  std::string visitor_address;  // IP text
+  std::uint16_t visitor_port = 0;
+  std::string relay_address;  // the public address the visitor reached
+  std::uint16_t relay_port = 0;
+};
+
+std::string encode_open(const open_metadata& m);
+std::optional<open_metadata> decode_open(std::string_view json);
+
+}  // namespace burrow::proto

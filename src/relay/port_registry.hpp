@@ -1,0 +1,80 @@
+// Which public port belongs to which agent, shared by every relay thread. Ports are bound here;
+// a port whose agent has gone stays reserved for the same token through a grace period.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/address.hpp"
+#include "proto/control.hpp"
+
+namespace burrow::link {
+class link;
+}
+
+namespace burrow::relay {
+
+// Who holds a claim: the token (by its hash, safe to log) and the agent process (session).
+struct owner_id {
+  std::string token_id;
+  std::string session;
+};
+
+class public_port;
+
+class port_registry {
+ public:
+  // Creates the listener for a port on some executor; returns null and sets `error` on failure.
+  using listener_factory = std::function<std::shared_ptr<public_port>(
+      std::uint16_t port, std::string_view service, std::string& error)>;
+
+  port_registry(port_range range, std::chrono::milliseconds grace, std::string advertise_host,
+                listener_factory factory);
+
+  proto::service_result claim(const owner_id& owner, const proto::service_spec& spec,
+                              const std::shared_ptr<link::link>& link);
+  // A link closed: its ports keep working through other links of the same agent, or enter grace.
+  void detach(const link::link* link);
+  // The link to carry a new visitor of `port`, spreading visitors over the agent's links.
+  struct route {
+    std::shared_ptr<link::link> link;
+    std::string service;
+  };
+  route pick(std::uint16_t port);
+  // Releases ports whose grace ran out; returns how many.
+  std::size_t expire(std::chrono::steady_clock::time_point now);
+  // Closes every listener (shutdown).
+  void close_all();
+  std::size_t size();
+
+ private:
+  struct entry {
+    std::string service;
+    owner_id owner;
+    std::vector<std::weak_ptr<link::link>> links;
+    std::shared_ptr<public_port> listener;  // null while reserved in grace
+    std::chrono::steady_clock::time_point grace_until{};
+    std::size_t next = 0;
+  };
+
+  std::shared_ptr<public_port> bind(std::uint16_t port, const std::string& service,
+                                    std::string& error);
+  proto::service_result ok(std::uint16_t port, const std::string& name) const;
+
+  std::mutex mutex_;
+  std::map<std::uint16_t, entry> ports_;
+  port_range range_;
+  std::uint16_t cursor_;
+  std::chrono::milliseconds grace_;
+  std::string advertise_host_;
+  listener_factory factory_;
+};
+
+}  // namespace burrow::relay

@@ -1,0 +1,80 @@
+// Accept loops of public ports: errors such as EMFILE pause the loop briefly, never end it.
+#include "relay/public_port.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/spawn.hpp"
+
+namespace burrow::relay {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+std::unique_ptr<tcp::acceptor> make_acceptor(asio::any_io_executor ex, const tcp::endpoint& ep) {
+  auto a = std::make_unique<tcp::acceptor>(ex);
+  a->open(ep.protocol());
+  a->set_option(tcp::acceptor::reuse_address(true));
+  if (ep.address().is_v6()) a->set_option(asio::ip::v6_only(true));
+  a->bind(ep);
+  a->listen(asio::socket_base::max_listen_connections);
+  return a;
+}
+
+public_port::public_port(asio::any_io_executor ex, const std::vector<std::string>& addresses,
+                         std::uint16_t port, visitor_handler on_visitor)
+    : executor_(std::move(ex)), port_(port), on_visitor_(std::move(on_visitor)) {
+  for (auto& text : addresses) {
+    auto address = asio::ip::make_address(text);
+    try {
+      acceptors_.push_back(make_acceptor(executor_, tcp::endpoint(address, port_)));
+    } catch (const boost::system::system_error& e) {
+      // A host without IPv6 still serves IPv4, but the first address must bind.
+      bool no_family = e.code() == asio::error::address_family_not_supported ||
+                       e.code() == boost::system::errc::address_not_available;
+      if (acceptors_.empty() || !no_family) throw;
+      spdlog::debug("public port {}: {} not available here: {}", port_, text, e.code().message());
+      continue;
+    }
+    if (port_ == 0) port_ = acceptors_.back()->local_endpoint().port();
+  }
+}
+
+void public_port::start() {
+  for (auto& a : acceptors_)
+    spawn_logged(executor_, accept_loop(*a), "public port " + std::to_string(port_));
+}
+
+void public_port::close() {
+  asio::post(executor_, [self = shared_from_this()] {
+    for (auto& a : self->acceptors_) {
+      boost::system::error_code ec;
+      a->close(ec);
+    }
+  });
+}
+
+asio::awaitable<void> public_port::accept_loop(tcp::acceptor& acceptor) {
+  auto self = shared_from_this();
+  asio::steady_timer pause(executor_);
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+    if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
+    if (ec) {
+      // Out of descriptors or memory: existing tunnels keep working; try again shortly.
+      spdlog::warn("public port {}: accept failed: {}; retrying in 100ms", port_, ec.message());
+      pause.expires_after(std::chrono::milliseconds(100));
+      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+      continue;
+    }
+    on_visitor_(std::move(socket), port_);
+  }
+}
+
+}  // namespace burrow::relay

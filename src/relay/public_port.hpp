@@ -1,0 +1,38 @@
+// The listeners of one public TCP port (one per bind address). Each accepted visitor becomes a
+// stream on a link of the agent that owns the port, on that link's thread.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace burrow::relay {
+
+class public_port : public std::enable_shared_from_this<public_port> {
+ public:
+  using visitor_handler = std::function<void(boost::asio::ip::tcp::socket, std::uint16_t port)>;
+
+  // Binds `port` (0: the kernel chooses) on every address; throws system_error on failure.
+  public_port(boost::asio::any_io_executor ex, const std::vector<std::string>& addresses,
+              std::uint16_t port, visitor_handler on_visitor);
+  void start();
+  void close();  // thread-safe: runs on the port's executor
+  std::uint16_t port() const { return port_; }
+
+ private:
+  boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor);
+
+  boost::asio::any_io_executor executor_;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
+  std::uint16_t port_ = 0;
+  visitor_handler on_visitor_;
+};
+
+// Binds an acceptor with the options every Burrow listener uses; throws system_error.
+std::unique_ptr<boost::asio::ip::tcp::acceptor> make_acceptor(
+    boost::asio::any_io_executor ex, const boost::asio::ip::tcp::endpoint& ep);
+
+}  // namespace burrow::relay

@@ -1,0 +1,391 @@
+// Relay: agent handshake and authentication, registration, visitor hand-off and graceful drain.
+#include "relay/relay.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/host_name.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <thread>
+
+#include "core/deadline.hpp"
+#include "core/secret.hpp"
+#include "core/spawn.hpp"
+#include "link/handshake.hpp"
+#include "link/link.hpp"
+#include "link/stream.hpp"
+#include "relay/public_port.hpp"
+#include "tls/contexts.hpp"
+
+namespace burrow::relay {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+std::string endpoint_text(const tcp::endpoint& ep) {
+  auto a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return format_host_port(a.to_string(), ep.port());
+}
+
+bool valid_service_name(const std::string& n) {
+  if (n.empty() || n.size() > 63) return false;
+  for (char c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      return false;
+  return true;
+}
+
+bool wildcard(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+// Tells a refused agent why, briefly, then lets the caller close. No lambda coroutine and no
+// temporaries inside co_await: GCC 12 destroys such temporaries twice.
+asio::awaitable<void> refuse_agent(link::tls_stream& tls, std::string who, std::string code,
+                                   std::string message) {
+  spdlog::warn("agent connection from {} refused: {}", who, message);
+  proto::control_message m = proto::link_error{std::move(code), std::move(message)};
+  auto write = link::write_control_frame(tls, std::move(m));
+  co_await with_deadline(std::move(write), std::chrono::milliseconds(2000));
+}
+
+asio::awaitable<boost::system::error_code> tls_accept(link::tls_stream& tls) {
+  auto [ec] = co_await tls.async_handshake(asio::ssl::stream_base::server,
+                                           asio::as_tuple(asio::use_awaitable));
+  co_return ec;
+}
+
+}  // namespace
+
+relay::relay(relay_config config, relay_state state)
+    : config_(std::move(config)),
+      state_(std::move(state)),
+      tls_(tls::make_server_context(state_.server, {"burrow/1"})) {
+  unsigned n =
+      config_.workers ? config_.workers : std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < n; ++i) workers_.push_back(std::make_unique<asio::io_context>(1));
+  token_id_ = hex(sha256(state_.agent_token)).substr(0, 12);
+
+  advertise_ = config_.advertise;
+  if (advertise_.empty() && !config_.listen.empty()) {
+    auto hp = parse_host_port(config_.listen.front(), default_agent_port);
+    if (hp && !wildcard(hp->host)) advertise_ = hp->host;
+  }
+  if (advertise_.empty()) advertise_ = asio::ip::host_name();
+
+  registry_ = std::make_unique<port_registry>(
+      config_.ports, config_.grace, advertise_,
+      [this](std::uint16_t port, std::string_view service,
+             std::string& error) -> std::shared_ptr<public_port> {
+        try {
+          return std::make_shared<public_port>(
+              next_worker().get_executor(), config_.public_bind, port,
+              [this](tcp::socket s, std::uint16_t p) { on_visitor(std::move(s), p); });
+        } catch (const std::exception& e) {
+          error = "cannot listen on port " + std::to_string(port) + " for service " +
+                  std::string(service) + ": " + e.what();
+          return nullptr;
+        }
+      });
+}
+
+relay::~relay() = default;
+
+asio::io_context& relay::next_worker() {
+  return *workers_[next_worker_++ % workers_.size()];
+}
+
+void relay::bind() {
+  for (auto& text : config_.listen) {
+    auto hp = parse_host_port(text, default_agent_port);
+    if (!hp) throw std::runtime_error("listen address '" + text + "' is not HOST:PORT");
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(hp->host.empty() ? "0.0.0.0" : hp->host, ec);
+    if (ec) throw std::runtime_error("listen address '" + text + "' needs an IP address");
+    try {
+      agent_acceptors_.push_back(
+          make_acceptor(workers_[0]->get_executor(), tcp::endpoint(address, hp->port)));
+    } catch (const boost::system::system_error& e) {
+      bool no_family = e.code() == asio::error::address_family_not_supported ||
+                       e.code() == boost::system::errc::address_not_available;
+      if (no_family && address.is_v6() && config_.listen.size() > 1) {
+        spdlog::warn("not listening on {}: {}", text, e.code().message());
+        continue;
+      }
+      throw std::runtime_error("cannot listen for agents on " + text + ": " + e.code().message());
+    }
+  }
+  if (agent_acceptors_.empty()) throw std::runtime_error("no agent listener could be bound");
+}
+
+std::vector<tcp::endpoint> relay::agent_endpoints() const {
+  std::vector<tcp::endpoint> out;
+  for (auto& a : agent_acceptors_) out.push_back(a->local_endpoint());
+  return out;
+}
+
+int relay::run() {
+  auto& main = *workers_[0];
+  for (auto& a : agent_acceptors_)
+    spawn_logged(main.get_executor(), accept_agents(*a), "agent listener");
+  spawn_logged(main.get_executor(), housekeeping(), "housekeeping");
+
+  asio::signal_set signals(main, SIGINT, SIGTERM);
+  signals.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::info("received {}; shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    spawn_logged(workers_[0]->get_executor(), shutdown(), "shutdown");
+  });
+
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+  for (auto& w : workers_) guards.push_back(asio::make_work_guard(*w));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < workers_.size(); ++i)
+    threads.emplace_back([w = workers_[i].get()] { w->run(); });
+  main.run();
+  for (auto& w : workers_) w->stop();
+  for (auto& t : threads) t.join();
+  return 0;
+}
+
+asio::awaitable<void> relay::accept_agents(tcp::acceptor& acceptor) {
+  asio::steady_timer pause(acceptor.get_executor());
+  for (;;) {
+    auto [ec, socket] =
+        co_await acceptor.async_accept(next_worker(), asio::as_tuple(asio::use_awaitable));
+    if (stopping_ || ec == asio::error::operation_aborted) co_return;
+    if (ec) {
+      spdlog::warn("agent listener: accept failed: {}; retrying in 100ms", ec.message());
+      pause.expires_after(std::chrono::milliseconds(100));
+      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+      continue;
+    }
+    auto ex = socket.get_executor();
+    spawn_logged(ex, agent_session(std::move(socket)), "agent session");
+  }
+}
+
+asio::awaitable<void> relay::agent_session(tcp::socket socket) {
+  boost::system::error_code ec;
+  auto peer = socket.remote_endpoint(ec);
+  std::string who = ec ? "unknown" : endpoint_text(peer);
+  socket.set_option(tcp::no_delay(true), ec);
+  link::tls_stream tls(std::move(socket), tls_);
+
+  auto handshake = co_await with_deadline(tls_accept(tls), config_.handshake_timeout);
+  if (!handshake || *handshake) {
+    spdlog::info("agent connection from {}: TLS handshake {}", who,
+                 handshake ? "failed: " + handshake->message() : "timed out");
+    co_return;
+  }
+  auto first = co_await with_deadline(link::read_control_frame(tls), config_.handshake_timeout);
+  if (!first) {
+    spdlog::info("agent connection from {}: no hello within {}ms", who,
+                 config_.handshake_timeout.count());
+    co_return;
+  }
+  if (!first->message) {
+    spdlog::info("agent connection from {}: bad hello: {}", who, first->error);
+    co_return;
+  }
+  auto* hello = std::get_if<proto::hello>(&*first->message);
+  if (!hello) {
+    co_await refuse_agent(tls, who, "protocol_error", "the first message on a link must be hello");
+    co_return;
+  }
+  if (std::find(hello->versions.begin(), hello->versions.end(), proto::protocol_version) ==
+      hello->versions.end()) {
+    co_await refuse_agent(
+        tls, who, "unsupported_version",
+        "this relay speaks link protocol version " + std::to_string(proto::protocol_version));
+    co_return;
+  }
+  if (hello->role != "agent") {
+    co_await refuse_agent(tls, who, "unsupported_role", "this relay accepts agents on this port");
+    co_return;
+  }
+  if (!constant_time_equal(hello->token, state_.agent_token)) {
+    co_await refuse_agent(tls, who, "bad_token", "the relay did not accept this token");
+    co_return;
+  }
+  if (hello->session.empty() || hello->session.size() > 64) {
+    co_await refuse_agent(tls, who, "protocol_error",
+                          "hello needs a session id of 1 to 64 characters");
+    co_return;
+  }
+  if (stopping_) {
+    co_await refuse_agent(tls, who, "going_away", "the relay is shutting down");
+    co_return;
+  }
+
+  const auto& lim = config_.limits;
+  proto::welcome w{proto::protocol_version, lim.max_frame, lim.initial_window, lim.max_streams,
+                   static_cast<std::uint32_t>(lim.ping_interval.count())};
+  auto send_welcome = link::write_control_frame(tls, w);
+  if (auto sent = co_await with_deadline(std::move(send_welcome), config_.handshake_timeout);
+      !sent || *sent) {
+    spdlog::info("agent connection from {}: could not send welcome", who);
+    co_return;
+  }
+
+  owner_id owner{token_id_, hello->session};
+  std::string name = who + " session " + hello->session.substr(0, 8) + " link " +
+                     std::to_string(hello->link_index);
+  auto l = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, lim, name);
+  {
+    std::lock_guard lock(links_mutex_);
+    links_.push_back(l);
+  }
+  spdlog::info("agent {} connected ({}, token {})", name, hello->software, token_id_);
+
+  link::link* raw = l.get();
+  link::link::handlers h;
+  h.on_control = [this, raw, owner, name](proto::control_message m) {
+    auto* reg = std::get_if<proto::register_services>(&m);
+    if (!reg) {
+      spdlog::warn("agent {}: unexpected control message ignored", name);
+      return;
+    }
+    auto self = raw->shared_from_this();
+    proto::registered out;
+    for (auto& spec : reg->services) {
+      proto::service_result r;
+      if (!valid_service_name(spec.name)) {
+        r = {spec.name, false,      spec.remote_port,
+             "",        "bad_name", "service names are 1-63 letters, digits, '-', '_' or '.'"};
+      } else if (spec.kind != "tcp") {
+        r = {spec.name,          false,
+             spec.remote_port,   "",
+             "unsupported_kind", "this relay offers tcp services"};
+      } else {
+        r = registry_->claim(owner, spec, self);
+      }
+      if (r.ok)
+        spdlog::info("agent {}: service {} is public on port {}", name, spec.name, r.remote_port);
+      else
+        spdlog::warn("agent {}: service {} refused: {}", name, spec.name, r.message);
+      out.services.push_back(std::move(r));
+    }
+    raw->send_control(out);
+  };
+  h.on_open = [raw](std::shared_ptr<link::stream> s, proto::open_metadata) {
+    raw->refuse(*s, proto::stream_status::forbidden, "agents cannot open streams on this relay");
+  };
+  std::string reason = co_await l->run(std::move(h));
+  registry_->detach(raw);
+  spdlog::info("agent {} disconnected: {}", name, reason);
+}
+
+void relay::on_visitor(tcp::socket socket, std::uint16_t port) {
+  auto route = registry_->pick(port);
+  boost::system::error_code ec;
+  if (!route.link || stopping_) {
+    socket.set_option(asio::socket_base::linger(true, 0), ec);
+    return;  // closing with an RST refuses the visitor at once
+  }
+  auto ex = route.link->executor();
+  if (socket.get_executor() == ex) {
+    spawn_logged(ex, visitor_session(std::move(route.link), std::move(socket), port, route.service),
+                 "visitor");
+    return;
+  }
+  // Move the connection to the thread of the link that will carry it.
+  auto protocol = socket.local_endpoint(ec).protocol();
+  if (ec) return;
+  int fd = socket.release(ec);
+  if (ec) return;
+  asio::post(ex, [this, l = std::move(route.link), fd, protocol, port,
+                  service = std::move(route.service)]() mutable {
+    tcp::socket moved(l->executor(), protocol, fd);
+    auto ex = l->executor();
+    spawn_logged(ex, visitor_session(std::move(l), std::move(moved), port, std::move(service)),
+                 "visitor");
+  });
+}
+
+asio::awaitable<void> relay::visitor_session(std::shared_ptr<link::link> l, tcp::socket socket,
+                                             std::uint16_t port, std::string service) {
+  ++active_streams_;
+  struct done {
+    std::atomic<std::size_t>& n;
+    ~done() { --n; }
+  } guard{active_streams_};
+  boost::system::error_code ec;
+  auto remote = socket.remote_endpoint(ec);
+  if (ec) co_return;
+  auto local = socket.local_endpoint(ec);
+  auto visitor = remote.address();
+  if (visitor.is_v6() && visitor.to_v6().is_v4_mapped())
+    visitor = asio::ip::make_address_v4(asio::ip::v4_mapped, visitor.to_v6());
+  proto::open_metadata meta;
+  meta.service = std::move(service);
+  meta.visitor_address = visitor.to_string();
+  meta.visitor_port = remote.port();
+  meta.relay_address = local.address().to_string();
+  meta.relay_port = port;
+  auto s = l->open_stream(meta);
+  if (!s) {
+    socket.set_option(asio::socket_base::linger(true, 0), ec);
+    co_return;
+  }
+  co_await s->pump(socket);
+}
+
+asio::awaitable<void> relay::housekeeping() {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!stopping_) {
+    timer.expires_after(std::chrono::seconds(1));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    registry_->expire(std::chrono::steady_clock::now());
+    std::lock_guard lock(links_mutex_);
+    std::erase_if(links_, [](auto& w) { return w.expired(); });
+  }
+}
+
+asio::awaitable<void> relay::shutdown() {
+  if (stopping_.exchange(true)) co_return;
+  for (auto& a : agent_acceptors_) {
+    boost::system::error_code ec;
+    a->close(ec);
+  }
+  registry_->close_all();
+  std::vector<std::shared_ptr<link::link>> links;
+  {
+    std::lock_guard lock(links_mutex_);
+    for (auto& w : links_)
+      if (auto l = w.lock()) links.push_back(std::move(l));
+  }
+  for (auto& l : links)
+    asio::post(l->executor(),
+               [l] { l->go_away(proto::stream_status::going_away, "relay shutting down"); });
+  spdlog::info("draining {} open streams (up to {}ms)", active_streams_.load(),
+               config_.drain_timeout.count());
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  auto deadline = std::chrono::steady_clock::now() + config_.drain_timeout;
+  while (active_streams_ > 0 && std::chrono::steady_clock::now() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  if (active_streams_ > 0)
+    spdlog::warn("drain deadline passed; closing {} streams", active_streams_.load());
+  for (auto& l : links) asio::post(l->executor(), [l] { l->close("relay shut down"); });
+  // Give the links a moment to flush their last frames, then stop every thread.
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline &&
+         std::any_of(links.begin(), links.end(), [](auto& l) { return l.use_count() > 1; })) {
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  links.clear();
+  spdlog::info("relay stopped");
+  for (auto& w : workers_) w->stop();
+}
+
+}  // namespace burrow::relay

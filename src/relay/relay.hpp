@@ -1,0 +1,61 @@
+// The relay: accepts agent links, hands out public ports and turns each visitor of a port into a
+// stream on one of the owning agent's links. One io_context per worker thread.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "relay/port_registry.hpp"
+#include "relay/relay_config.hpp"
+#include "relay/state_dir.hpp"
+
+namespace burrow::relay {
+
+class relay {
+ public:
+  relay(relay_config config, relay_state state);
+  ~relay();
+
+  // Binds the agent listeners; throws std::runtime_error with a clear message on failure.
+  void bind();
+  std::vector<boost::asio::ip::tcp::endpoint> agent_endpoints() const;
+  const std::string& advertise_host() const { return advertise_; }
+
+  // Serves until SIGTERM or SIGINT, then drains and returns the exit code.
+  int run();
+
+ private:
+  boost::asio::awaitable<void> accept_agents(boost::asio::ip::tcp::acceptor& acceptor);
+  boost::asio::awaitable<void> agent_session(boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> visitor_session(std::shared_ptr<link::link> link,
+                                               boost::asio::ip::tcp::socket socket,
+                                               std::uint16_t port, std::string service);
+  boost::asio::awaitable<void> housekeeping();
+  boost::asio::awaitable<void> shutdown();
+  void on_visitor(boost::asio::ip::tcp::socket socket, std::uint16_t port);
+  boost::asio::io_context& next_worker();
+
+  relay_config config_;
+  relay_state state_;
+  std::string advertise_;
+  std::string token_id_;
+  std::vector<std::unique_ptr<boost::asio::io_context>> workers_;
+  std::atomic<std::size_t> next_worker_{0};
+  boost::asio::ssl::context tls_;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> agent_acceptors_;
+  std::unique_ptr<port_registry> registry_;
+
+  std::mutex links_mutex_;
+  std::vector<std::weak_ptr<link::link>> links_;
+  std::atomic<std::size_t> active_streams_{0};
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace burrow::relay

@@ -1,0 +1,29 @@
+// Everything the relay can be told: listeners, the public port range, timeouts and link limits.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/address.hpp"
+#include "link/limits.hpp"
+
+namespace burrow::relay {
+
+inline constexpr std::uint16_t default_agent_port = 7835;
+
+struct relay_config {
+  std::filesystem::path state_dir;
+  std::vector<std::string> listen{"0.0.0.0:7835", "[::]:7835"};  // where agents connect
+  std::vector<std::string> public_bind{"0.0.0.0", "::"};         // where public ports listen
+  port_range ports{20000, 29999};
+  std::string advertise;  // host shown in commands and public addresses; default: derived
+  unsigned workers = 0;   // 0: one per core
+  std::chrono::milliseconds grace{30000};  // how long a gone agent's ports stay reserved
+  std::chrono::milliseconds handshake_timeout{10000};
+  std::chrono::milliseconds drain_timeout{10000};
+  link::link_limits limits;
+};
+
+}  // namespace burrow::relay

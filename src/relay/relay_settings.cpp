@@ -1,0 +1,63 @@
+// Relay settings: defaults, bounds and messages.
+#include "relay/relay_settings.hpp"
+
+#include <boost/asio/ip/address.hpp>
+
+#include "relay/state_dir.hpp"
+
+namespace burrow::relay {
+
+const std::vector<std::string>& relay_setting_keys() {
+  static const std::vector<std::string> keys{
+      "state-dir",           "listen",        "public-bind",  "port-range",
+      "advertise",           "workers",       "grace",        "handshake-timeout",
+      "drain-timeout",       "ping-interval", "ping-timeout", "max-streams",
+      "stream-idle-timeout", "window",        "log-format",   "log-level"};
+  return keys;
+}
+
+relay_config make_relay_config(const layered_settings& s) {
+  relay_config c;
+  c.state_dir = s.text_or("state-dir", default_state_dir().string());
+  c.listen = s.list_or("listen", c.listen);
+  for (auto& l : c.listen)
+    if (!parse_host_port(l, default_agent_port))
+      throw config_error("listen address '" + l + "' (from " + s.origin("listen") +
+                         ") is not HOST:PORT");
+  c.public_bind = s.list_or("public-bind", c.public_bind);
+  for (auto& b : c.public_bind) {
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(b, ec);
+    if (ec)
+      throw config_error("public bind address '" + b + "' (from " + s.origin("public-bind") +
+                         ") is not an IP address");
+  }
+  if (c.listen.empty() || c.public_bind.empty())
+    throw config_error("the relay needs at least one listen and one public-bind address");
+  if (auto r = s.text("port-range")) {
+    auto range = parse_port_range(*r);
+    if (!range)
+      throw config_error("port range '" + *r + "' (from " + s.origin("port-range") +
+                         ") is not FIRST-LAST, PORT, or 0 for any free port");
+    c.ports = *range;
+  }
+  c.advertise = s.text_or("advertise", "");
+  c.workers = static_cast<unsigned>(s.number_or("workers", 0, 0, 256));
+  c.grace = s.duration_or("grace", c.grace);
+  c.handshake_timeout = s.duration_or("handshake-timeout", c.handshake_timeout);
+  c.drain_timeout = s.duration_or("drain-timeout", c.drain_timeout);
+  c.limits.ping_interval = s.duration_or("ping-interval", c.limits.ping_interval);
+  c.limits.ping_timeout = s.duration_or("ping-timeout", c.limits.ping_timeout);
+  if (c.limits.ping_interval < std::chrono::milliseconds(100) ||
+      c.limits.ping_timeout < std::chrono::milliseconds(100))
+    throw config_error("ping-interval and ping-timeout must be at least 100ms");
+  if (c.handshake_timeout.count() == 0) throw config_error("handshake-timeout must not be 0");
+  c.limits.max_streams =
+      static_cast<std::uint32_t>(s.number_or("max-streams", c.limits.max_streams, 1, 1u << 30));
+  c.limits.stream_idle_timeout = s.duration_or("stream-idle-timeout", c.limits.stream_idle_timeout);
+  c.limits.initial_window = static_cast<std::uint32_t>(
+      s.number_or("window", c.limits.initial_window, 16 * 1024, 16 * 1024 * 1024));
+  return c;
+}
+
+}  // namespace burrow::relay

@@ -1,0 +1,45 @@
+// TLS 1.3 contexts for links and visitors, and per-connection peer verification: a pinned
+// certificate fingerprint, or a CA chain plus host name.
+#pragma once
+
+#include "tls/certs.hpp"
+
+#include <openssl/ssl.h>
+#include <boost/asio/ssl/context.hpp>
+
+#include <string>
+#include <vector>
+
+namespace burrow::tls {
+
+// Server side: presents `identity` (leaf first, then any chain certificates in cert_pem) and
+// picks the first protocol of `alpn` the client also offers; a client offering ALPN but none of
+// these fails with no_application_protocol. Empty `alpn` disables ALPN selection.
+boost::asio::ssl::context make_server_context(const key_pair& identity,
+                                              const std::vector<std::string>& alpn);
+
+// Client side: offers `alpn`, trusts the system store, verifies peers by default. Use
+// apply_peer_verification on each connection to choose pin or chain mode.
+boost::asio::ssl::context make_client_context(const std::vector<std::string>& alpn);
+
+struct peer_verification {
+  std::string pin;      // canonical "sha256:..." from normalize_fingerprint; empty = verify chain
+  std::string ca_file;  // PEM bundle to trust instead of the system store (chain mode only)
+  std::string host;     // name to check in chain mode (DNS or IP); also SNI when a DNS name
+};
+
+struct verification_outcome {
+  std::string seen_fingerprint;  // the peer leaf's fingerprint (pin mode)
+  bool pin_mismatch = false;
+  std::string chain_error;   // X509_verify_cert_error_string of the first failure (chain mode)
+  std::string expected_pin;  // set by apply_peer_verification; read by the verify callback
+};
+
+// Call on the SSL* of a stream before its handshake. `outcome` must outlive the handshake.
+// Throws std::invalid_argument for a malformed pin, or chain mode without a host.
+void apply_peer_verification(SSL* ssl, const peer_verification& v, verification_outcome* outcome);
+
+// Fingerprint of the peer's leaf certificate after the handshake, "" if it sent none.
+std::string peer_fingerprint(SSL* ssl);
+
+}  // namespace burrow::tls

@@ -1,0 +1,58 @@
+// Agent configuration: services from settings, validation messages that say what to do.
+#include "agent/agent_config.hpp"
+
+#include <gtest/gtest.h>
+
+namespace burrow::agent {
+namespace {
+
+const std::string pin = "sha256:" + std::string(64, 'a');
+
+TEST(AgentConfig, ServiceFromSettings) {
+  auto s =
+      make_service({{"local", "5432"}, {"remote-port", "15432"}, {"proxy-protocol", "v2"}}, "x");
+  EXPECT_EQ(s.local_host, "127.0.0.1");
+  EXPECT_EQ(s.local_port, 5432);
+  EXPECT_EQ(s.remote_port, 15432);
+  EXPECT_EQ(s.proxy, proto::proxy_version::v2);
+  EXPECT_EQ(s.name, "tcp-5432");
+  auto h = make_service({{"local", "[::1]:22"}, {"name", "ssh"}}, "x");
+  EXPECT_EQ(h.local_host, "::1");
+  EXPECT_EQ(h.name, "ssh");
+  EXPECT_THROW(make_service({{"local", "nope"}}, "x"), config_error);
+  EXPECT_THROW(make_service({{"local", "80"}, {"proxy-protocol", "v3"}}, "x"), config_error);
+  EXPECT_THROW(make_service({}, "x"), config_error);
+}
+
+TEST(AgentConfig, PrecedenceReachesTheConfig) {
+  layered_settings s({{"links", "5"}}, {{"relay", "env:7835"}, {"links", "3"}},
+                     {{"relay", "file:7835"}, {"token", "t"}, {"relay-pin", pin}});
+  auto c = make_agent_config(s, {make_service({{"local", "80"}}, "x")});
+  EXPECT_EQ(c.relay, "env:7835");
+  EXPECT_EQ(c.links, 5u);
+  EXPECT_EQ(c.token, "t");
+  EXPECT_EQ(c.relay_pin, pin);
+}
+
+TEST(AgentConfig, MissingAndBadSettingsExplainThemselves) {
+  auto svc = std::vector{make_service({{"local", "80"}}, "x")};
+  try {
+    make_agent_config(layered_settings({}, {}, {}), svc);
+    FAIL();
+  } catch (const config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--relay"), std::string::npos);
+  }
+  EXPECT_THROW(make_agent_config(layered_settings({{"relay", "r:1"}}, {}, {}), svc), config_error);
+  EXPECT_THROW(
+      make_agent_config(
+          layered_settings({{"relay", "r:1"}, {"token", "t"}, {"relay-pin", "xyz"}}, {}, {}), svc),
+      config_error);
+  auto twice = std::vector{make_service({{"local", "80"}, {"name", "a"}}, "x"),
+                           make_service({{"local", "81"}, {"name", "a"}}, "y")};
+  EXPECT_THROW(
+      make_agent_config(layered_settings({{"relay", "r:1"}, {"token", "t"}}, {}, {}), twice),
+      config_error);
+}
+
+}  // namespace
+}  // namespace burrow::agent

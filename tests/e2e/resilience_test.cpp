@@ -1,0 +1,196 @@
+// What happens when parts go away: relay restarts, agent deaths, a dead local service, graceful
+// shutdown, and the agent's own errors (wrong token, wrong pin, refused port).
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+
+#include "e2e/tunnel_fixture.hpp"
+
+namespace burrow::test {
+namespace {
+
+// True when a visitor of `port` is turned away within `limit`: refused outright, or accepted and
+// closed with no data.
+bool refused_promptly(std::uint16_t port, std::chrono::milliseconds limit) {
+  auto start = std::chrono::steady_clock::now();
+  int fd = connect_tcp(port, limit);
+  if (fd < 0) return errno == ECONNREFUSED && std::chrono::steady_clock::now() - start < limit;
+  write_all(fd, "hello?", limit);
+  auto got = read_until_eof(fd, limit, 1024);
+  ::close(fd);
+  bool closed = !got || got->empty();
+  return closed && std::chrono::steady_clock::now() - start < limit;
+}
+
+TEST_F(tunnel_test, RelayRestartComesBackOnTheSamePortWithoutHelp) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_agent(relay, echo.port());
+  ASSERT_NE(agent.public_port, 0);
+  ASSERT_EQ(exchange(agent.public_port, "before"), "before");
+
+  relay.proc->signal(SIGKILL);
+  relay.proc->wait_exit(5s);
+  auto restarted = start_relay({}, relay.agent_port);
+  ASSERT_EQ(restarted.agent_port, relay.agent_port);
+  ASSERT_EQ(restarted.fingerprint, relay.fingerprint);  // same state directory, same identity
+
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  std::optional<std::string> reply;
+  while (std::chrono::steady_clock::now() < deadline) {
+    reply = exchange(agent.public_port, "after", 2s);
+    if (reply == "after") break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(reply, "after") << agent.proc->output();
+  EXPECT_TRUE(agent.proc->running());
+}
+
+TEST_F(tunnel_test, AgentKilledVisitorsAreRefusedPromptly) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_agent(relay, echo.port());
+  ASSERT_NE(agent.public_port, 0);
+  ASSERT_EQ(exchange(agent.public_port, "x"), "x");
+  agent.proc->signal(SIGKILL);
+  agent.proc->wait_exit(5s);
+  ASSERT_TRUE(relay.proc->wait_for_line(std::regex("agent gone; reserved"), 5s));
+  EXPECT_TRUE(refused_promptly(agent.public_port, 1s));
+  EXPECT_TRUE(refused_promptly(agent.public_port, 1s));
+}
+
+TEST_F(tunnel_test, ReservedPortIsReclaimedByANewAgentWithTheSameToken) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto first = start_agent(relay, echo.port());
+  ASSERT_NE(first.public_port, 0);
+  first.proc->signal(SIGKILL);
+  first.proc->wait_exit(5s);
+  auto second =
+      start_agent(relay, echo.port(), {"--remote-port", std::to_string(first.public_port)});
+  EXPECT_EQ(second.public_port, first.public_port);
+  EXPECT_EQ(exchange(second.public_port, "again"), "again");
+}
+
+TEST_F(tunnel_test, GracePeriodEndsAndThePortIsReleased) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay({"--grace", "300ms"});
+  auto agent = start_agent(relay, echo.port());
+  ASSERT_NE(agent.public_port, 0);
+  agent.proc->signal(SIGKILL);
+  agent.proc->wait_exit(5s);
+  EXPECT_TRUE(
+      relay.proc->wait_for_line(std::regex("port \\d+: released after its grace period"), 5s));
+}
+
+TEST_F(tunnel_test, LocalServiceDownClosesVisitorsAtOnceAndLogsOncePerBurst) {
+  std::uint16_t dead = free_port();  // nothing listens here
+  auto relay = start_relay();
+  auto agent = start_agent(relay, dead);
+  ASSERT_NE(agent.public_port, 0);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(refused_promptly(agent.public_port, 1s));
+  std::this_thread::sleep_for(200ms);
+  auto out = agent.proc->output();
+  std::size_t count = 0;
+  for (auto pos = out.find("is not answering"); pos != std::string::npos;
+       pos = out.find("is not answering", pos + 1))
+    ++count;
+  EXPECT_EQ(count, 1u) << out;
+}
+
+TEST_F(tunnel_test, WrongTokenStopsTheAgentWithAClearMessage) {
+  auto relay = start_relay();
+  relay_process wrong = {nullptr, relay.agent_port, relay.fingerprint, "brw_not-the-token"};
+  auto agent = spawn_agent(wrong, "1", {});
+  auto code = agent->wait_exit(10s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 2);
+  EXPECT_NE(agent->output().find("refused the token"), std::string::npos) << agent->output();
+  EXPECT_EQ(agent->output().find("brw_not-the-token"), std::string::npos);  // never logged
+  EXPECT_TRUE(relay.proc->wait_for_line(std::regex("refused: the relay did not accept"), 5s));
+  EXPECT_EQ(relay.proc->output().find("brw_not-the-token"), std::string::npos);
+}
+
+TEST_F(tunnel_test, WrongPinStopsTheAgentAndShowsBothFingerprints) {
+  auto relay = start_relay();
+  std::string bogus = "sha256:" + std::string(64, 'a');
+  relay_process wrong = {nullptr, relay.agent_port, bogus, relay.token};
+  auto agent = spawn_agent(wrong, "1", {});
+  auto code = agent->wait_exit(10s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 3);
+  auto out = agent->output();
+  EXPECT_NE(out.find(bogus), std::string::npos) << out;
+  EXPECT_NE(out.find(relay.fingerprint), std::string::npos) << out;
+}
+
+TEST_F(tunnel_test, RelayUnreachableKeepsRetryingAndSaysSo) {
+  relay_process nowhere = {nullptr, free_port(), "sha256:" + std::string(64, 'b'), "brw_x"};
+  auto agent = spawn_agent(nowhere, "1", {});
+  EXPECT_TRUE(agent->wait_for_line(std::regex("unreachable: Connection refused; retrying"), 5s));
+  std::this_thread::sleep_for(500ms);
+  EXPECT_TRUE(agent->running());
+}
+
+TEST_F(tunnel_test, PortOutsideTheRangeIsRefusedWithTheReason) {
+  auto relay = start_relay({"--port-range", "40000-40010"});
+  auto agent = spawn_agent(relay, "1", {"--remote-port", "50000"});
+  auto code = agent->wait_exit(10s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 1);
+  EXPECT_NE(agent->output().find("outside the relay's public range 40000-40010"), std::string::npos)
+      << agent->output();
+}
+
+TEST_F(tunnel_test, ChosenRemotePortIsUsed) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  std::uint16_t want = free_port();
+  auto agent = start_agent(relay, echo.port(), {"--remote-port", std::to_string(want)});
+  EXPECT_EQ(agent.public_port, want);
+  EXPECT_EQ(exchange(want, "chosen"), "chosen");
+}
+
+TEST_F(tunnel_test, GracefulRelayShutdownFinishesAnInFlightTransfer) {
+  constexpr std::size_t size = 32u << 20;
+  tcp_server source(
+      tcp_server_options{.mode = server_mode::source, .source_bytes = size, .source_seed = 11});
+  auto relay = start_relay();
+  auto agent = start_agent(relay, source.port());
+  ASSERT_NE(agent.public_port, 0);
+  int fd = connect_tcp(agent.public_port, 5s);
+  ASSERT_GE(fd, 0);
+  auto first = read_exact(fd, 1 << 20, 10s);  // the transfer is under way
+  ASSERT_TRUE(first);
+  relay.proc->signal(SIGTERM);
+  auto rest = read_until_eof(fd, 30s, size);
+  ::close(fd);
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(first->size() + rest->size(), size);
+  EXPECT_EQ(sha256_hex(*first + *rest), sha256_hex(deterministic_bytes(size, 11)));
+  EXPECT_EQ(relay.proc->wait_exit(15s), 0);
+}
+
+TEST_F(tunnel_test, AgentInterruptDrainsAndExitsCleanly) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_agent(relay, echo.port());
+  ASSERT_NE(agent.public_port, 0);
+  int fd = connect_tcp(agent.public_port, 5s);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(write_all(fd, "ping", 5s));
+  ASSERT_EQ(read_exact(fd, 4, 5s), "ping");
+  agent.proc->signal(SIGINT);
+  // The open stream still works while the agent drains.
+  ASSERT_TRUE(write_all(fd, "pong", 5s));
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_EQ(read_until_eof(fd, 5s, 1024), "pong");
+  ::close(fd);
+  EXPECT_EQ(agent.proc->wait_exit(15s), 0);
+}
+
+}  // namespace
+}  // namespace burrow::test

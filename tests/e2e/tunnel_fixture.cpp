@@ -1,0 +1,120 @@
+// End-to-end fixture implementation.
+#include "e2e/tunnel_fixture.hpp"
+
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace burrow::test {
+
+namespace {
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+void tunnel_test::SetUp() {
+  // 1,000-connection tests need more descriptors than the usual soft limit; children inherit it.
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, 65536);
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  std::random_device rd;
+  dir_ = std::filesystem::temp_directory_path() /
+         ("burrow-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+  std::filesystem::create_directories(dir_);
+  state_dir_ = dir_ / "relay";
+}
+
+void tunnel_test::TearDown() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint16_t agent_port) {
+  relay_process r;
+  std::vector<std::string> argv{BURROW_BINARY,   "relay",
+                                "--state-dir",   state_dir_.string(),
+                                "--listen",      "127.0.0.1:" + std::to_string(agent_port),
+                                "--public-bind", "127.0.0.1",
+                                "--workers",     "2"};
+  if (std::find(extra.begin(), extra.end(), "--port-range") == extra.end())
+    extra.insert(extra.end(), {"--port-range", "0"});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  r.proc = child_process::start("relay", argv);
+  auto port = r.proc->wait_for_line(std::regex(R"(agents connect to 127\.0\.0\.1:(\d+))"), 10s);
+  EXPECT_TRUE(port) << r.proc->output();
+  if (!port) return r;
+  r.agent_port = static_cast<std::uint16_t>(std::stoi(port->groups[1]));
+  auto fp = r.proc->wait_for_line(std::regex(R"(relay fingerprint: (sha256:[0-9a-f]{64}))"), 10s);
+  EXPECT_TRUE(fp);
+  if (fp) r.fingerprint = fp->groups[1];
+  r.token = read_text(state_dir_ / "agent.token");
+  return r;
+}
+
+std::unique_ptr<child_process> tunnel_test::spawn_agent(const relay_process& relay,
+                                                        std::string target,
+                                                        std::vector<std::string> extra) {
+  std::vector<std::string> argv{BURROW_BINARY,
+                                "tcp",
+                                std::move(target),
+                                "--relay",
+                                "127.0.0.1:" + std::to_string(relay.agent_port),
+                                "--relay-pin",
+                                relay.fingerprint,
+                                "--backoff-max",
+                                "500ms"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return child_process::start("agent", argv, {{"BURROW_TOKEN", relay.token}});
+}
+
+agent_process tunnel_test::start_agent(const relay_process& relay, std::uint16_t target,
+                                       std::vector<std::string> extra) {
+  agent_process a;
+  a.proc = spawn_agent(relay, std::to_string(target), std::move(extra));
+  auto m = a.proc->wait_for_line(std::regex(R"(public at 127\.0\.0\.1:(\d+))"), 10s);
+  EXPECT_TRUE(m) << a.proc->output();
+  if (m) a.public_port = static_cast<std::uint16_t>(std::stoi(m->groups[1]));
+  return a;
+}
+
+std::optional<std::string> tunnel_test::exchange(std::uint16_t port, std::string_view data,
+                                                 std::chrono::milliseconds deadline) {
+  int fd = connect_tcp(port, deadline);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> out;
+  if (write_all(fd, data, deadline)) {
+    ::shutdown(fd, SHUT_WR);
+    out = read_until_eof(fd, deadline, 1 << 30);
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace burrow::test

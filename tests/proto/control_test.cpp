@@ -1,0 +1,82 @@
+// Control messages: every message type round-trips; malformed and oversized input is refused.
+#include "proto/control.hpp"
+
+#include <gtest/gtest.h>
+
+#include "proto/frame.hpp"
+
+namespace burrow::proto {
+namespace {
+
+template <class T>
+T round_trip(const T& in) {
+  auto decoded = decode_control(encode_control(in));
+  EXPECT_TRUE(decoded.message) << decoded.error;
+  return std::get<T>(*decoded.message);
+}
+
+TEST(Control, HelloRoundTrip) {
+  hello h{{1, 2}, "agent", "brw_secret", "abcd", 3, "burrow/0.1.0"};
+  auto out = round_trip(h);
+  EXPECT_EQ(out.versions, h.versions);
+  EXPECT_EQ(out.token, "brw_secret");
+  EXPECT_EQ(out.session, "abcd");
+  EXPECT_EQ(out.link_index, 3u);
+}
+
+TEST(Control, RegisterAndRegisteredRoundTrip) {
+  register_services r{{{"db", "tcp", 5432}, {"web", "tcp", 0}}};
+  auto out = round_trip(r);
+  ASSERT_EQ(out.services.size(), 2u);
+  EXPECT_EQ(out.services[0].remote_port, 5432);
+  EXPECT_EQ(out.services[1].name, "web");
+
+  registered g{{{"db", true, 5432, "1.2.3.4:5432", "", ""},
+                {"web", false, 80, "", "port_in_use", "held by another agent"}}};
+  auto back = round_trip(g);
+  ASSERT_EQ(back.services.size(), 2u);
+  EXPECT_TRUE(back.services[0].ok);
+  EXPECT_EQ(back.services[1].code, "port_in_use");
+}
+
+TEST(Control, WelcomeAndErrorRoundTrip) {
+  auto w = round_trip(welcome{1, 65536, 262144, 65536, 10000});
+  EXPECT_EQ(w.initial_window, 262144u);
+  auto e = round_trip(link_error{"bad_token", "the token was not accepted"});
+  EXPECT_EQ(e.code, "bad_token");
+}
+
+TEST(Control, RejectsMalformedInput) {
+  EXPECT_FALSE(decode_control("").message);
+  EXPECT_FALSE(decode_control("[]").message);
+  EXPECT_FALSE(decode_control("{\"type\":\"nope\"}").message);
+  EXPECT_FALSE(decode_control("{\"type\":\"register\",\"services\":[1]}").message);
+  EXPECT_FALSE(
+      decode_control("{\"type\":\"register\",\"services\":[{\"remote_port\":70000}]}").message);
+  EXPECT_FALSE(decode_control("{\"type\":\"hello\",\"token\":5}").message);
+  EXPECT_FALSE(decode_control("{\"type\":\"hello\",\"versions\":[-1]}").message);
+  std::string deep(100, '[');
+  EXPECT_FALSE(decode_control("{\"a\":" + deep).message);
+  std::string big =
+      "{\"type\":\"error\",\"message\":\"" + std::string(max_control_payload, 'x') + "\"}";
+  EXPECT_FALSE(decode_control(big).message);
+}
+
+TEST(Control, ErrorsNeverEchoTheToken) {
+  auto d = decode_control("{\"type\":\"hello\",\"token\":\"brw_topsecret\",\"versions\":\"x\"}");
+  EXPECT_FALSE(d.message);
+  EXPECT_EQ(d.error.find("topsecret"), std::string::npos);
+}
+
+TEST(Control, OpenMetadataRoundTrip) {
+  open_metadata m{"db", "2001:db8::1", 40000, "127.0.0.1", 5432};
+  auto out = decode_open(encode_open(m));
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->visitor_address, "2001:db8::1");
+  EXPECT_EQ(out->visitor_port, 40000);
+  EXPECT_EQ(out->relay_port, 5432);
+  EXPECT_FALSE(decode_open("{\"visitor_port\":\"x\"}"));
+}
+
+}  // namespace
+}  // namespace burrow::proto

@@ -1,0 +1,223 @@
+// Real TLS 1.3 handshakes on loopback: pin mode, chain mode, host checks and ALPN.
+#include "tls/contexts.hpp"
+
+#include "core/secret.hpp"
+
+#include <gtest/gtest.h>
+#include <openssl/err.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+
+namespace burrow::tls {
+namespace {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using asio::ip::tcp;
+using namespace std::chrono_literals;
+
+struct temp_dir {
+  fs::path path = fs::temp_directory_path() / ("burrow-tls-test-" + random_token().substr(4));
+  temp_dir() { fs::create_directories(path); }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+struct handshake_result {
+  std::optional<boost::system::error_code> client_ec;  // unset: did not finish in time
+  std::optional<boost::system::error_code> server_ec;
+  std::string client_alpn;
+  std::string server_alpn;
+  std::string peer_fingerprint;
+  int version = 0;
+  verification_outcome outcome;
+};
+
+std::string selected_alpn(SSL* ssl) {
+  const unsigned char* data = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(ssl, &data, &len);
+  return std::string(reinterpret_cast<const char*>(data), len);
+}
+
+// One handshake between a server and a client on 127.0.0.1, bounded by a deadline.
+handshake_result handshake(asio::ssl::context& server_ctx, asio::ssl::context& client_ctx,
+                           const peer_verification& verification) {
+  handshake_result r;
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  asio::ssl::stream<tcp::socket> server(io, server_ctx);
+  asio::ssl::stream<tcp::socket> client(io, client_ctx);
+  apply_peer_verification(client.native_handle(), verification, &r.outcome);
+
+  acceptor.async_accept(server.next_layer(), [&](boost::system::error_code ec) {
+    if (ec) {
+      r.server_ec = ec;
+      return;
+    }
+    server.async_handshake(asio::ssl::stream_base::server, [&](boost::system::error_code ec) {
+      r.server_ec = ec;
+      if (!ec) r.server_alpn = selected_alpn(server.native_handle());
+    });
+  });
+  client.next_layer().async_connect(acceptor.local_endpoint(), [&](boost::system::error_code ec) {
+    if (ec) {
+      r.client_ec = ec;
+      return;
+    }
+    client.async_handshake(asio::ssl::stream_base::client, [&](boost::system::error_code ec) {
+      r.client_ec = ec;
+      if (ec) {
+        // Unblock a server still waiting for the client's flight.
+        boost::system::error_code ignored;
+        client.next_layer().close(ignored);
+        return;
+      }
+      r.client_alpn = selected_alpn(client.native_handle());
+      r.peer_fingerprint = peer_fingerprint(client.native_handle());
+      r.version = SSL_version(client.native_handle());
+    });
+  });
+  io.run_for(10s);
+  return r;
+}
+
+struct TlsHandshake : ::testing::Test {
+  key_pair self_signed = make_self_signed("burrow test", {"localhost"}, 24h);
+  key_pair ca = make_ca("burrow test CA", 24h);
+  key_pair leaf = make_leaf(ca, "relay", {"localhost"}, {"127.0.0.1", "::1"}, 24h);
+  temp_dir dir;
+  std::string ca_file = (dir.path / "ca.pem").string();
+
+  void SetUp() override { write_private_file(ca_file, ca.cert_pem); }
+};
+
+TEST_F(TlsHandshake, MatchingPinSucceedsAndNegotiatesAlpn) {
+  auto server_ctx = make_server_context(self_signed, {"burrow/1", "h2"});
+  auto client_ctx = make_client_context({"h2", "burrow/1"});
+  auto fp = fingerprint_sha256(self_signed.cert_pem);
+  auto r = handshake(server_ctx, client_ctx, {fp, "", "localhost"});
+  ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
+  ASSERT_FALSE(*r.client_ec) << r.client_ec->message();
+  ASSERT_FALSE(*r.server_ec) << r.server_ec->message();
+  EXPECT_EQ(r.version, TLS1_3_VERSION);
+  EXPECT_EQ(r.client_alpn, "burrow/1");  // the server's preference wins
+  EXPECT_EQ(r.server_alpn, "burrow/1");
+  EXPECT_EQ(r.outcome.seen_fingerprint, fp);
+  EXPECT_FALSE(r.outcome.pin_mismatch);
+  EXPECT_EQ(r.peer_fingerprint, fp);
+}
+
+TEST_F(TlsHandshake, PinInNonCanonicalFormIsAccepted) {
+  auto server_ctx = make_server_context(self_signed, {"burrow/1"});
+  auto client_ctx = make_client_context({"burrow/1"});
+  auto fp = fingerprint_sha256(self_signed.cert_pem);
+  std::string upper = "SHA256:";
+  for (char c : fp.substr(7)) upper += static_cast<char>(std::toupper(c));
+  auto r = handshake(server_ctx, client_ctx, {upper, "", "127.0.0.1"});
+  ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
+  EXPECT_FALSE(*r.client_ec) << r.client_ec->message();
+  EXPECT_EQ(r.outcome.seen_fingerprint, fp);
+}
+
+TEST_F(TlsHandshake, WrongPinFailsAndReportsSeenFingerprint) {
+  auto server_ctx = make_server_context(self_signed, {"burrow/1"});
+  auto client_ctx = make_client_context({"burrow/1"});
+  auto wrong = fingerprint_sha256(leaf.cert_pem);
+  auto r = handshake(server_ctx, client_ctx, {wrong, "", "localhost"});
+  ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
+  EXPECT_TRUE(*r.client_ec);
+  EXPECT_TRUE(*r.server_ec);
+  EXPECT_TRUE(r.outcome.pin_mismatch);
+  EXPECT_EQ(r.outcome.seen_fingerprint, fingerprint_sha256(self_signed.cert_pem));
+}
+
+TEST_F(TlsHandshake, ChainModeWithCaFileSucceeds) {
+  auto server_ctx = make_server_context(leaf, {"burrow/1"});
+  auto client_ctx = make_client_context({"burrow/1"});
+  for (const char* host : {"localhost", "127.0.0.1"}) {
+    auto r = handshake(server_ctx, client_ctx, {"", ca_file, host});
+    ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
+    EXPECT_FALSE(*r.client_ec) << host << ": " << r.client_ec->message() << " "
+                               << r.outcome.chain_error;
+    EXPECT_FALSE(*r.server_ec) << host << ": " << r.server_ec->message();
+    EXPECT_EQ(r.outcome.chain_error, "");
+    EXPECT_EQ(r.peer_fingerprint, fingerprint_sha256(leaf.cert_pem));
+    EXPECT_EQ(r.client_alpn, "burrow/1");
+  }
+}
+
+TEST_F(TlsHandshake, ChainModeWithWrongHostFails) {
+  auto server_ctx = make_server_context(leaf, {"burrow/1"});
+  auto client_ctx = make_client_context({"burrow/1"});
+  for (const char* host : {"wrong.example.test", "127.0.0.2"}) {
+    auto r = handshake(server_ctx, client_ctx, {"", ca_file, host});
+    ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
+    EXPECT_TRUE(*r.client_ec) << host;
+    EXPECT_NE(r.outcome.chain_error, "") << host;
+    EXPECT_FALSE(r.outcome.pin_mismatch);
+  }
+}
+
+TEST_F(TlsHandshake, ChainModeWithoutTrustedCaFails) {
+  auto server_ctx = make_server_context(leaf, {"burrow/1"});
+  auto client_ctx = make_client_context({"burrow/1"});
+  auto r = handshake(server_ctx, client_ctx, {"", "", "localhost"});  // system store only
+  ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
+  EXPECT_TRUE(*r.client_ec);
+  EXPECT_NE(r.outcome.chain_error, "");
+}
+
+TEST_F(TlsHandshake, AlpnMismatchFailsWithNoApplicationProtocol) {
+  auto server_ctx = make_server_context(self_signed, {"burrow/1"});
+  auto client_ctx = make_client_context({"h2"});
+  auto r = handshake(server_ctx, client_ctx, {fingerprint_sha256(self_signed.cert_pem), "", ""});
+  ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
+  ASSERT_TRUE(*r.client_ec);
+  EXPECT_TRUE(*r.server_ec);
+  EXPECT_EQ(ERR_GET_REASON(static_cast<unsigned long>(r.client_ec->value())),
+            SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL)
+      << r.client_ec->message();
+}
+
+TEST_F(TlsHandshake, ServerWithoutAlpnAcceptsAnyClient) {
+  auto server_ctx = make_server_context(self_signed, {});
+  auto client_ctx = make_client_context({"h2"});
+  auto r = handshake(server_ctx, client_ctx, {fingerprint_sha256(self_signed.cert_pem), "", ""});
+  ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
+  EXPECT_FALSE(*r.client_ec) << r.client_ec->message();
+  EXPECT_EQ(r.client_alpn, "");
+}
+
+TEST(TlsContexts, RejectsBadArguments) {
+  auto client_ctx = make_client_context({"burrow/1"});
+  std::unique_ptr<SSL, openssl_deleter<&SSL_free>> ssl(SSL_new(client_ctx.native_handle()));
+  ASSERT_TRUE(ssl);
+  verification_outcome outcome;
+  EXPECT_THROW(apply_peer_verification(ssl.get(), {"sha256:nothex", "", "localhost"}, &outcome),
+               std::invalid_argument);
+  EXPECT_THROW(apply_peer_verification(ssl.get(), {"", "", ""}, &outcome), std::invalid_argument);
+  EXPECT_THROW(
+      apply_peer_verification(ssl.get(), {"", "/nonexistent/ca.pem", "localhost"}, &outcome),
+      std::runtime_error);
+  EXPECT_THROW(make_client_context({""}), std::invalid_argument);
+  EXPECT_EQ(peer_fingerprint(ssl.get()), "");
+}
+
+TEST(TlsContexts, ServerRejectsKeyThatDoesNotMatch) {
+  auto a = make_self_signed("a", {"a.test"}, 24h);
+  auto b = make_self_signed("b", {"b.test"}, 24h);
+  EXPECT_THROW(make_server_context({a.cert_pem, b.key_pem}, {}), std::runtime_error);
+  EXPECT_THROW(make_server_context({"garbage", a.key_pem}, {}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace burrow::tls
