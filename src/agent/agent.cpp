@@ -21,6 +21,7 @@
 #include "core/duration.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
+#include "core/stop_signals.hpp"
 #include "link/handshake.hpp"
 #include "link/stream.hpp"
 #include "tls/contexts.hpp"
@@ -100,11 +101,11 @@ int agent::run() {
   for (unsigned i = 0; i < workers_.size(); ++i)
     spawn_logged(workers_[i]->get_executor(), link_slot(i), "link " + std::to_string(i));
   asio::signal_set signals(main, SIGINT, SIGTERM);
-  signals.async_wait([this](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    spdlog::info("received {}; draining and stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    spawn_logged(workers_[0]->get_executor(), shutdown(), "shutdown");
-  });
+  handle_stop_signals(
+      signals, [this](int) { spawn_logged(workers_[0]->get_executor(), shutdown(), "shutdown"); },
+      [this] {
+        for (auto& w : workers_) w->stop();
+      });
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
   for (auto& w : workers_) guards.push_back(asio::make_work_guard(*w));
   std::vector<std::thread> threads;
@@ -174,6 +175,11 @@ asio::awaitable<agent::connect_result> agent::connect_once(unsigned index) {
     co_return out;
   }
 
+  if (link::negotiated_protocol(tls) != "burrow/1") {
+    out.error = "the relay did not agree on ALPN burrow/1; is this a Burrow relay's agent port?";
+    out.fatal = exit_config;
+    co_return out;
+  }
   proto::hello hello{{proto::protocol_version}, "agent", config_.token, session_, index,
                      "burrow/" BURROW_VERSION};
   auto send_hello = link::write_control_frame(tls, hello);
@@ -214,7 +220,8 @@ asio::awaitable<agent::connect_result> agent::connect_once(unsigned index) {
   limits.max_streams = w->max_streams;
   if (w->ping_interval_ms >= 100)
     limits.ping_interval = std::chrono::milliseconds(w->ping_interval_ms);
-  limits.ping_timeout = limits.ping_interval;
+  limits.ping_timeout = w->ping_timeout_ms >= 100 ? std::chrono::milliseconds(w->ping_timeout_ms)
+                                                  : limits.ping_interval;
   out.link =
       std::make_shared<link::link>(std::move(tls), link::link_role::dialer, limits,
                                    "relay " + config_.relay + " link " + std::to_string(index));

@@ -90,6 +90,9 @@ int run(int argc, char** argv) {
     if (tcp_cmd->parsed()) {
       config_file file;
       if (!tcp_file.empty()) file = load_config_file(tcp_file, keys, service_keys);
+      if (!file.services.empty())
+        throw config_error(tcp_file + ": [[service]] tables are exposed by `burrow up -c " +
+                           tcp_file + "`, not by `burrow tcp`");
       auto flags = tcp_opts.given();
       settings_layer service{{"local", tcp_local}};
       for (const char* k : {"remote-port", "name", "proxy-protocol"}) {

@@ -28,8 +28,8 @@ void add_relay_options(option_set& o, CLI::App& app) {
   o.add(app, "grace", "how long a gone agent's ports stay reserved for its token (default 30s)");
   o.add(app, "handshake-timeout", "TLS handshake and hello deadline (default 10s)");
   o.add(app, "drain-timeout", "on SIGTERM, how long open streams may finish (default 10s)");
-  o.add(app, "ping-interval", "keepalive ping interval on idle links (default 10s)");
-  o.add(app, "ping-timeout", "silence after a ping interval that closes a link (default 10s)");
+  o.add(app, "ping-interval", "keepalive ping interval (default 5s)");
+  o.add(app, "ping-timeout", "silence after a ping interval that closes a link (default 5s)");
   o.add(app, "max-streams", "open streams per link (default 65536)");
   o.add(app, "stream-idle-timeout", "close streams idle this long; 0 = never (default 0)");
   o.add(app, "window", "per-stream flow-control window in bytes (default 262144)");

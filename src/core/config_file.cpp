@@ -65,7 +65,10 @@ config_file parse_config_file(std::string_view text, std::string_view origin,
   for (auto& [k, v] : root) {
     if (k.str() == "service" || k.str() == "services") {
       auto* arr = v.as_array();
-      if (!arr || service_keys.empty())
+      if (service_keys.empty())
+        throw config_error(where(origin, v.source()) +
+                           ": [[service]] tables belong in an agent's file (burrow up -c FILE)");
+      if (!arr)
         throw config_error(where(origin, v.source()) +
                            ": services are written as [[service]] tables");
       for (auto& item : *arr) {

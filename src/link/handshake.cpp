@@ -63,4 +63,11 @@ asio::awaitable<control_read> read_control_frame(tls_stream& socket) {
   co_return out;
 }
 
+std::string negotiated_protocol(tls_stream& socket) {
+  const unsigned char* p = nullptr;
+  unsigned int n = 0;
+  SSL_get0_alpn_selected(socket.native_handle(), &p, &n);
+  return p ? std::string(reinterpret_cast<const char*>(p), n) : std::string();
+}
+
 }  // namespace burrow::link

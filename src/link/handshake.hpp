@@ -19,4 +19,7 @@ struct control_read {
 };
 boost::asio::awaitable<control_read> read_control_frame(tls_stream& socket);
 
+// The ALPN protocol the handshake settled on ("" when none).
+std::string negotiated_protocol(tls_stream& socket);
+
 }  // namespace burrow::link

@@ -11,8 +11,8 @@ struct link_limits {
   std::uint32_t max_frame = 64 * 1024;        // payload bytes per frame
   std::uint32_t initial_window = 256 * 1024;  // per-stream credit, each direction
   std::uint32_t max_streams = 65536;          // open streams per link
-  std::chrono::milliseconds ping_interval{10000};
-  std::chrono::milliseconds ping_timeout{10000};     // silence after a ping that closes the link
+  std::chrono::milliseconds ping_interval{5000};
+  std::chrono::milliseconds ping_timeout{5000};      // silence after a ping that closes the link
   std::chrono::milliseconds open_timeout{10000};     // open frame to open result
   std::chrono::milliseconds stream_idle_timeout{0};  // 0: streams may idle forever
   std::size_t write_high_water = 2 * 1024 * 1024;    // queued bytes that pause readers

@@ -192,6 +192,11 @@ bool link::dispatch(const proto::frame_header& h, std::span<const std::uint8_t> 
     case frame_type::control: {
       auto decoded = proto::decode_control(
           std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()));
+      if (decoded.unknown_type) {
+        // A newer peer's message: skipping it keeps version 1 open to additions.
+        spdlog::debug("link {}: skipped a control message of unknown type", name_);
+        return true;
+      }
       if (!decoded.message) {
         close_reason_ = "protocol error: " + decoded.error;
         return false;
@@ -276,6 +281,11 @@ void link::refuse(stream& s, stream_status status, std::string_view reason) {
 
 void link::send_control(const proto::control_message& m) {
   std::string json = proto::encode_control(m);
+  if (json.size() > proto::max_control_payload) {
+    spdlog::error("link {}: control message of {} bytes is over the limit; not sent", name_,
+                  json.size());
+    return;
+  }
   append_frame(frame_type::control, 0, 0,
                {reinterpret_cast<const std::uint8_t*>(json.data()), json.size()});
 }

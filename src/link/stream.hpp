@@ -46,7 +46,6 @@ class stream : public std::enable_shared_from_this<stream> {
   bool on_window(std::uint32_t increment);                      // false: overflow
   void on_reset(proto::stream_status status);
   void on_open_result(proto::stream_status status);
-  void on_link_writable() { credit_event_.notify(); }
 
  private:
   boost::asio::awaitable<void> upstream();    // socket -> link

@@ -112,7 +112,8 @@ std::string encode_control(const control_message& m) {
                                 {"max_frame", w.max_frame},
                                 {"initial_window", w.initial_window},
                                 {"max_streams", w.max_streams},
-                                {"ping_interval_ms", w.ping_interval_ms}};
+                                {"ping_interval_ms", w.ping_interval_ms},
+                                {"ping_timeout_ms", w.ping_timeout_ms}};
           },
           [](const register_services& r) {
             json::array a;
@@ -171,6 +172,7 @@ control_decode decode_control(std::string_view text) {
     r.num("initial_window", w.initial_window);
     r.num("max_streams", w.max_streams);
     r.num("ping_interval_ms", w.ping_interval_ms);
+    r.num("ping_timeout_ms", w.ping_timeout_ms);
     if (r.ok) out.message = w;
   } else if (type == "register") {
     register_services reg;
@@ -226,6 +228,7 @@ control_decode decode_control(std::string_view text) {
     if (r.ok) out.message = std::move(e);
   } else {
     out.error = "unknown control message type";
+    out.unknown_type = true;
     return out;
   }
   if (!out.message) out.error = "control message '" + type + "' has a field of the wrong type";

@@ -28,6 +28,7 @@ struct welcome {
   std::uint32_t initial_window = 0;
   std::uint32_t max_streams = 0;
   std::uint32_t ping_interval_ms = 0;
+  std::uint32_t ping_timeout_ms = 0;
 };
 
 struct service_spec {
@@ -66,7 +67,8 @@ std::string encode_control(const control_message& m);
 
 struct control_decode {
   std::optional<control_message> message;
-  std::string error;  // why decoding failed, safe to log (never echoes secrets)
+  std::string error;          // why decoding failed, safe to log (never echoes secrets)
+  bool unknown_type = false;  // well-formed, but a type this version does not know: skip it
 };
 control_decode decode_control(std::string_view json);
 

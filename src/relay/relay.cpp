@@ -14,6 +14,7 @@
 #include "core/deadline.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
+#include "core/stop_signals.hpp"
 #include "link/handshake.hpp"
 #include "link/link.hpp"
 #include "link/stream.hpp"
@@ -41,6 +42,9 @@ bool valid_service_name(const std::string& n) {
       return false;
   return true;
 }
+
+// Keeps the registered reply, refusals included, well under the control message limit.
+constexpr std::size_t max_services_per_register = 256;
 
 bool wildcard(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
@@ -87,7 +91,7 @@ relay::relay(relay_config config, relay_state state)
         try {
           return std::make_shared<public_port>(
               next_worker().get_executor(), config_.public_bind, port,
-              [this](tcp::socket s, std::uint16_t p) { on_visitor(std::move(s), p); });
+              [this](tcp::socket s, std::uint16_t p) { on_visitor(std::move(s), p, 0); });
         } catch (const std::exception& e) {
           error = "cannot listen on port " + std::to_string(port) + " for service " +
                   std::string(service) + ": " + e.what();
@@ -138,11 +142,11 @@ int relay::run() {
   spawn_logged(main.get_executor(), housekeeping(), "housekeeping");
 
   asio::signal_set signals(main, SIGINT, SIGTERM);
-  signals.async_wait([this](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    spdlog::info("received {}; shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    spawn_logged(workers_[0]->get_executor(), shutdown(), "shutdown");
-  });
+  handle_stop_signals(
+      signals, [this](int) { spawn_logged(workers_[0]->get_executor(), shutdown(), "shutdown"); },
+      [this] {
+        for (auto& w : workers_) w->stop();
+      });
 
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
   for (auto& w : workers_) guards.push_back(asio::make_work_guard(*w));
@@ -183,6 +187,10 @@ asio::awaitable<void> relay::agent_session(tcp::socket socket) {
   if (!handshake || *handshake) {
     spdlog::info("agent connection from {}: TLS handshake {}", who,
                  handshake ? "failed: " + handshake->message() : "timed out");
+    co_return;
+  }
+  if (link::negotiated_protocol(tls) != "burrow/1") {
+    spdlog::info("agent connection from {}: client did not offer ALPN burrow/1", who);
     co_return;
   }
   auto first = co_await with_deadline(link::read_control_frame(tls), config_.handshake_timeout);
@@ -226,8 +234,12 @@ asio::awaitable<void> relay::agent_session(tcp::socket socket) {
   }
 
   const auto& lim = config_.limits;
-  proto::welcome w{proto::protocol_version, lim.max_frame, lim.initial_window, lim.max_streams,
-                   static_cast<std::uint32_t>(lim.ping_interval.count())};
+  proto::welcome w{proto::protocol_version,
+                   lim.max_frame,
+                   lim.initial_window,
+                   lim.max_streams,
+                   static_cast<std::uint32_t>(lim.ping_interval.count()),
+                   static_cast<std::uint32_t>(lim.ping_timeout.count())};
   auto send_welcome = link::write_control_frame(tls, w);
   if (auto sent = co_await with_deadline(std::move(send_welcome), config_.handshake_timeout);
       !sent || *sent) {
@@ -251,6 +263,12 @@ asio::awaitable<void> relay::agent_session(tcp::socket socket) {
     auto* reg = std::get_if<proto::register_services>(&m);
     if (!reg) {
       spdlog::warn("agent {}: unexpected control message ignored", name);
+      return;
+    }
+    if (reg->services.size() > max_services_per_register) {
+      raw->send_control(proto::link_error{
+          "too_many_services",
+          "at most " + std::to_string(max_services_per_register) + " services per register"});
       return;
     }
     auto self = raw->shared_from_this();
@@ -283,7 +301,7 @@ asio::awaitable<void> relay::agent_session(tcp::socket socket) {
   spdlog::info("agent {} disconnected: {}", name, reason);
 }
 
-void relay::on_visitor(tcp::socket socket, std::uint16_t port) {
+void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt) {
   auto route = registry_->pick(port);
   boost::system::error_code ec;
   if (!route.link || stopping_) {
@@ -292,7 +310,9 @@ void relay::on_visitor(tcp::socket socket, std::uint16_t port) {
   }
   auto ex = route.link->executor();
   if (socket.get_executor() == ex) {
-    spawn_logged(ex, visitor_session(std::move(route.link), std::move(socket), port, route.service),
+    spawn_logged(ex,
+                 visitor_session(std::move(route.link), std::move(socket), port,
+                                 std::move(route.service), attempt),
                  "visitor");
     return;
   }
@@ -301,17 +321,18 @@ void relay::on_visitor(tcp::socket socket, std::uint16_t port) {
   if (ec) return;
   int fd = socket.release(ec);
   if (ec) return;
-  asio::post(ex, [this, l = std::move(route.link), fd, protocol, port,
+  asio::post(ex, [this, l = std::move(route.link), fd, protocol, port, attempt,
                   service = std::move(route.service)]() mutable {
     tcp::socket moved(l->executor(), protocol, fd);
     auto ex = l->executor();
-    spawn_logged(ex, visitor_session(std::move(l), std::move(moved), port, std::move(service)),
+    spawn_logged(ex,
+                 visitor_session(std::move(l), std::move(moved), port, std::move(service), attempt),
                  "visitor");
   });
 }
 
 asio::awaitable<void> relay::visitor_session(std::shared_ptr<link::link> l, tcp::socket socket,
-                                             std::uint16_t port, std::string service) {
+                                             std::uint16_t port, std::string service, int attempt) {
   ++active_streams_;
   struct done {
     std::atomic<std::size_t>& n;
@@ -332,6 +353,11 @@ asio::awaitable<void> relay::visitor_session(std::shared_ptr<link::link> l, tcp:
   meta.relay_port = port;
   auto s = l->open_stream(meta);
   if (!s) {
+    // This link is full or going away; another link of the same agent may take the visitor.
+    if (attempt < 3 && !stopping_) {
+      on_visitor(std::move(socket), port, attempt + 1);
+      co_return;
+    }
     socket.set_option(asio::socket_base::linger(true, 0), ec);
     co_return;
   }

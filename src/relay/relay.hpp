@@ -36,10 +36,11 @@ class relay {
   boost::asio::awaitable<void> agent_session(boost::asio::ip::tcp::socket socket);
   boost::asio::awaitable<void> visitor_session(std::shared_ptr<link::link> link,
                                                boost::asio::ip::tcp::socket socket,
-                                               std::uint16_t port, std::string service);
+                                               std::uint16_t port, std::string service,
+                                               int attempt);
   boost::asio::awaitable<void> housekeeping();
   boost::asio::awaitable<void> shutdown();
-  void on_visitor(boost::asio::ip::tcp::socket socket, std::uint16_t port);
+  void on_visitor(boost::asio::ip::tcp::socket socket, std::uint16_t port, int attempt);
   boost::asio::io_context& next_worker();
 
   relay_config config_;

@@ -39,7 +39,7 @@ class rogue_agent {
     static const unsigned char alpn[] =
         "\x08"
         "burrow/1";
-    SSL_CTX_set_alpn_protos(ctx_.native_handle(), alpn, sizeof alpn - 1);
+    SSL_set_alpn_protos(tls_.native_handle(), alpn, sizeof alpn - 1);
     tls_.lowest_layer().connect({asio::ip::make_address("127.0.0.1"), port});
     tls_.handshake(asio::ssl::stream_base::client);
     proto::hello h{{proto::protocol_version}, "agent", token, "rogue-session", 0, "rogue"};
