@@ -73,12 +73,11 @@ tcp::endpoint endpoint_or_unspecified(const std::string& address, std::uint16_t 
 agent::agent(agent_config config)
     : config_(std::move(config)),
       session_(hex(sha256(random_token())).substr(0, 32)),
-      tls_(tls::make_client_context({"burrow/1"})) {
+      tls_(tls::make_client_context({"burrow/1"})),
+      workers_(config_.links) {
   auto hp = parse_host_port(config_.relay, std::uint16_t{7835});
   relay_host_ = hp->host;
   relay_port_ = std::to_string(hp->port);
-  for (unsigned i = 0; i < config_.links; ++i)
-    workers_.push_back(std::make_unique<asio::io_context>(1));
   asio::io_context resolver_context;
   tcp::resolver resolver(resolver_context);
   for (auto& svc : config_.services) {
@@ -97,23 +96,9 @@ agent::agent(agent_config config)
 agent::~agent() = default;
 
 int agent::run() {
-  auto& main = *workers_[0];
   for (unsigned i = 0; i < workers_.size(); ++i)
-    spawn_logged(workers_[i]->get_executor(), link_slot(i), "link " + std::to_string(i));
-  asio::signal_set signals(main, SIGINT, SIGTERM);
-  handle_stop_signals(
-      signals, [this](int) { spawn_logged(workers_[0]->get_executor(), shutdown(), "shutdown"); },
-      [this] {
-        for (auto& w : workers_) w->stop();
-      });
-  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
-  for (auto& w : workers_) guards.push_back(asio::make_work_guard(*w));
-  std::vector<std::thread> threads;
-  for (std::size_t i = 1; i < workers_.size(); ++i)
-    threads.emplace_back([w = workers_[i].get()] { w->run(); });
-  main.run();
-  for (auto& w : workers_) w->stop();
-  for (auto& t : threads) t.join();
+    spawn_logged(workers_.at(i).get_executor(), link_slot(i), "link " + std::to_string(i));
+  workers_.run([this] { spawn_logged(workers_.at(0).get_executor(), shutdown(), "shutdown"); });
   return exit_code_;
 }
 
@@ -121,7 +106,7 @@ void agent::fatal(int code, const std::string& message) {
   if (stopping_.exchange(true)) return;
   spdlog::error("{}", message);
   exit_code_ = code;
-  for (auto& w : workers_) w->stop();
+  workers_.stop();
 }
 
 proto::register_services agent::registration() {
@@ -326,7 +311,7 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
   if (any_ok) ever_registered_ = true;
   bool all_refused = !any_ok && retry.services.empty() && r.services.size() == services_.size();
   if (all_refused && !ever_registered_) {
-    asio::post(workers_[0]->get_executor(), [this] {
+    asio::post(workers_.at(0).get_executor(), [this] {
       fatal(exit_config,
             "the relay refused every service; nothing to do. Pick another "
             "--remote-port, or leave it out to get any free port");
@@ -410,7 +395,7 @@ asio::awaitable<void> agent::shutdown() {
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
   links.clear();
-  for (auto& w : workers_) w->stop();
+  workers_.stop();
 }
 
 }  // namespace burrow::agent

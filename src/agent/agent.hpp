@@ -14,6 +14,7 @@
 
 #include "agent/agent_config.hpp"
 #include "core/log.hpp"
+#include "core/workers.hpp"
 #include "link/link.hpp"
 
 namespace burrow::agent {
@@ -59,7 +60,7 @@ class agent {
   std::string relay_host_;
   std::string relay_port_;
   boost::asio::ssl::context tls_;
-  std::vector<std::unique_ptr<boost::asio::io_context>> workers_;
+  workers workers_;
 
   std::mutex mutex_;  // guards services_' assignment state and links_
   std::vector<service_state> services_;

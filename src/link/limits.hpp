@@ -17,6 +17,9 @@ struct link_limits {
   std::chrono::milliseconds stream_idle_timeout{0};  // 0: streams may idle forever
   std::size_t write_high_water = 2 * 1024 * 1024;    // queued bytes that pause readers
   std::size_t write_low_water = 512 * 1024;          // and let them go again
+  // Queued bytes at which the peer is taken to be not reading at all (say, flooding pings
+  // without reading the pongs): the link is closed rather than left to grow.
+  std::size_t write_hard_limit = 32 * 1024 * 1024;
 };
 
 }  // namespace burrow::link

@@ -48,7 +48,7 @@ asio::awaitable<std::string> link::run(handlers h) {
 asio::awaitable<void> link::reader() {
   const std::size_t read_size =
       std::max<std::size_t>(limits_.max_frame, 64 * 1024) + proto::frame_header_size;
-  for (;;) {
+  while (!aborted_) {
     auto [ec, n] =
         co_await socket_.async_read_some(asio::buffer(read_buffer_.prepare(read_size), read_size),
                                          asio::as_tuple(asio::use_awaitable));
@@ -70,7 +70,7 @@ asio::awaitable<void> link::reader() {
         co_return;
       }
       ++counters_.frames_in;
-      if (!dispatch(r.header, r.payload)) co_return;
+      if (!dispatch(r.header, r.payload) || aborted_) co_return;
       read_buffer_.consume(r.consumed);
     }
   }
@@ -362,6 +362,16 @@ void link::append_frame(frame_type type, std::uint8_t flags, std::uint32_t id,
 
 void link::queued() {
   write_event_.notify();
+  if (write_buffer_.size() > limits_.write_hard_limit && !closing_) {
+    spdlog::warn("link {}: {} bytes queued and the peer is not reading; closing", name_,
+                 write_buffer_.size());
+    close_reason_ = "peer stopped reading";
+    closing_ = true;
+    aborted_ = true;
+    boost::system::error_code ec;
+    socket_.lowest_layer().cancel(ec);  // wakes the reader, which sees aborted_ and ends the link
+    return;
+  }
   if (!write_blocked_ && write_buffer_.size() >= limits_.write_high_water) write_blocked_ = true;
 }
 

@@ -118,6 +118,7 @@ class link : public std::enable_shared_from_this<link> {
 
   bool closed_ = false;
   bool closing_ = false;
+  bool aborted_ = false;  // the peer stopped reading: end now, without flushing
   std::chrono::steady_clock::time_point close_deadline_;
   bool going_away_ = false;
   bool peer_going_away_ = false;

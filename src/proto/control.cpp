@@ -18,6 +18,8 @@ template <class... F>
 struct overloaded : F... {
   using F::operator()...;
 };
+template <class... F>
+overloaded(F...) -> overloaded<F...>;  // clang before 17 does not deduce aggregates
 
 // Typed field readers: absent fields keep their default, wrong types fail the decode.
 struct reader {
@@ -68,6 +70,27 @@ struct reader {
     auto* a = v->if_array();
     if (!a || a->size() > max_services) ok = false;
     return ok ? a : nullptr;
+  }
+  // An array of objects, each read into a T by `read`; any bad element fails the whole message.
+  template <class T, class Read>
+  void objects(std::string_view key, std::vector<T>& out, Read read) {
+    auto* a = array(key);
+    if (!a) return;
+    for (auto& v : *a) {
+      auto* element = v.if_object();
+      if (!element) {
+        ok = false;
+        return;
+      }
+      reader sub{*element};
+      T item;
+      read(sub, item);
+      if (!sub.ok) {
+        ok = false;
+        return;
+      }
+      out.push_back(std::move(item));
+    }
   }
 };
 
@@ -176,50 +199,22 @@ control_decode decode_control(std::string_view text) {
     if (r.ok) out.message = w;
   } else if (type == "register") {
     register_services reg;
-    if (auto* a = r.array("services")) {
-      for (auto& v : *a) {
-        auto* so = v.if_object();
-        if (!so) {
-          r.ok = false;
-          break;
-        }
-        reader sr{*so};
-        service_spec s;
-        sr.str("name", s.name);
-        sr.str("kind", s.kind);
-        sr.num("remote_port", s.remote_port);
-        if (!sr.ok) {
-          r.ok = false;
-          break;
-        }
-        reg.services.push_back(std::move(s));
-      }
-    }
+    r.objects("services", reg.services, [](reader& sr, service_spec& s) {
+      sr.str("name", s.name);
+      sr.str("kind", s.kind);
+      sr.num("remote_port", s.remote_port);
+    });
     if (r.ok) out.message = std::move(reg);
   } else if (type == "registered") {
     registered reg;
-    if (auto* a = r.array("services")) {
-      for (auto& v : *a) {
-        auto* so = v.if_object();
-        if (!so) {
-          r.ok = false;
-          break;
-        }
-        reader sr{*so};
-        service_result s;
-        sr.str("name", s.name);
-        sr.boolean("ok", s.ok);
-        sr.num("remote_port", s.remote_port);
-        sr.str("public_address", s.public_address);
-        sr.str("code", s.code);
-        sr.str("message", s.message);
-        if (!sr.ok) {
-          r.ok = false;
-          break;
-        }
-        reg.services.push_back(std::move(s));
-      }
-    }
+    r.objects("services", reg.services, [](reader& sr, service_result& s) {
+      sr.str("name", s.name);
+      sr.boolean("ok", s.ok);
+      sr.num("remote_port", s.remote_port);
+      sr.str("public_address", s.public_address);
+      sr.str("code", s.code);
+      sr.str("message", s.message);
+    });
     if (r.ok) out.message = std::move(reg);
   } else if (type == "error") {
     link_error e;

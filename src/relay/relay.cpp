@@ -71,10 +71,9 @@ asio::awaitable<boost::system::error_code> tls_accept(link::tls_stream& tls) {
 relay::relay(relay_config config, relay_state state)
     : config_(std::move(config)),
       state_(std::move(state)),
+      workers_(config_.workers ? config_.workers
+                               : std::max(1u, std::thread::hardware_concurrency())),
       tls_(tls::make_server_context(state_.server, {"burrow/1"})) {
-  unsigned n =
-      config_.workers ? config_.workers : std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < n; ++i) workers_.push_back(std::make_unique<asio::io_context>(1));
   token_id_ = hex(sha256(state_.agent_token)).substr(0, 12);
 
   advertise_ = config_.advertise;
@@ -90,7 +89,7 @@ relay::relay(relay_config config, relay_state state)
              std::string& error) -> std::shared_ptr<public_port> {
         try {
           return std::make_shared<public_port>(
-              next_worker().get_executor(), config_.public_bind, port,
+              workers_.next().get_executor(), config_.public_bind, port,
               [this](tcp::socket s, std::uint16_t p) { on_visitor(std::move(s), p, 0); });
         } catch (const std::exception& e) {
           error = "cannot listen on port " + std::to_string(port) + " for service " +
@@ -102,10 +101,6 @@ relay::relay(relay_config config, relay_state state)
 
 relay::~relay() = default;
 
-asio::io_context& relay::next_worker() {
-  return *workers_[next_worker_++ % workers_.size()];
-}
-
 void relay::bind() {
   for (auto& text : config_.listen) {
     auto hp = parse_host_port(text, default_agent_port);
@@ -115,7 +110,7 @@ void relay::bind() {
     if (ec) throw std::runtime_error("listen address '" + text + "' needs an IP address");
     try {
       agent_acceptors_.push_back(
-          make_acceptor(workers_[0]->get_executor(), tcp::endpoint(address, hp->port)));
+          make_acceptor(workers_.at(0).get_executor(), tcp::endpoint(address, hp->port)));
     } catch (const boost::system::system_error& e) {
       bool no_family = e.code() == asio::error::address_family_not_supported ||
                        e.code() == boost::system::errc::address_not_available;
@@ -136,26 +131,10 @@ std::vector<tcp::endpoint> relay::agent_endpoints() const {
 }
 
 int relay::run() {
-  auto& main = *workers_[0];
-  for (auto& a : agent_acceptors_)
-    spawn_logged(main.get_executor(), accept_agents(*a), "agent listener");
-  spawn_logged(main.get_executor(), housekeeping(), "housekeeping");
-
-  asio::signal_set signals(main, SIGINT, SIGTERM);
-  handle_stop_signals(
-      signals, [this](int) { spawn_logged(workers_[0]->get_executor(), shutdown(), "shutdown"); },
-      [this] {
-        for (auto& w : workers_) w->stop();
-      });
-
-  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
-  for (auto& w : workers_) guards.push_back(asio::make_work_guard(*w));
-  std::vector<std::thread> threads;
-  for (std::size_t i = 1; i < workers_.size(); ++i)
-    threads.emplace_back([w = workers_[i].get()] { w->run(); });
-  main.run();
-  for (auto& w : workers_) w->stop();
-  for (auto& t : threads) t.join();
+  auto ex = workers_.at(0).get_executor();
+  for (auto& a : agent_acceptors_) spawn_logged(ex, accept_agents(*a), "agent listener");
+  spawn_logged(ex, housekeeping(), "housekeeping");
+  workers_.run([this, ex] { spawn_logged(ex, shutdown(), "shutdown"); });
   return 0;
 }
 
@@ -163,7 +142,7 @@ asio::awaitable<void> relay::accept_agents(tcp::acceptor& acceptor) {
   asio::steady_timer pause(acceptor.get_executor());
   for (;;) {
     auto [ec, socket] =
-        co_await acceptor.async_accept(next_worker(), asio::as_tuple(asio::use_awaitable));
+        co_await acceptor.async_accept(workers_.next(), asio::as_tuple(asio::use_awaitable));
     if (stopping_ || ec == asio::error::operation_aborted) co_return;
     if (ec) {
       spdlog::warn("agent listener: accept failed: {}; retrying in 100ms", ec.message());
@@ -411,7 +390,7 @@ asio::awaitable<void> relay::shutdown() {
   }
   links.clear();
   spdlog::info("relay stopped");
-  for (auto& w : workers_) w->stop();
+  workers_.stop();
 }
 
 }  // namespace burrow::relay

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/workers.hpp"
 #include "relay/port_registry.hpp"
 #include "relay/relay_config.hpp"
 #include "relay/state_dir.hpp"
@@ -41,14 +42,12 @@ class relay {
   boost::asio::awaitable<void> housekeeping();
   boost::asio::awaitable<void> shutdown();
   void on_visitor(boost::asio::ip::tcp::socket socket, std::uint16_t port, int attempt);
-  boost::asio::io_context& next_worker();
 
   relay_config config_;
   relay_state state_;
   std::string advertise_;
   std::string token_id_;
-  std::vector<std::unique_ptr<boost::asio::io_context>> workers_;
-  std::atomic<std::size_t> next_worker_{0};
+  workers workers_;
   boost::asio::ssl::context tls_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> agent_acceptors_;
   std::unique_ptr<port_registry> registry_;

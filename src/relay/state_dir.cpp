@@ -18,7 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr auto ca_validity = std::chrono::hours(24 * 3650);
-constexpr auto server_validity = std::chrono::hours(24 * 365);
+// Agents pin the relay's certificate like an SSH host key, so it lives as long as the CA and is
+// re-issued only when its names change (or, a decade on, when it nears expiry).
+constexpr auto server_validity = std::chrono::hours(24 * 3650);
 constexpr auto reissue_margin = std::chrono::hours(24 * 30);
 
 struct san_set {

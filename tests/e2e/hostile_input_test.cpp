@@ -143,6 +143,25 @@ TEST_F(hostile_test, GarbageFramesOversizedFramesAndForbiddenStreams) {
   EXPECT_TRUE(relay.proc->running());
 }
 
+TEST_F(hostile_test, PingFloodFromAPeerThatNeverReadsIsCutOff) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_agent(relay, echo.port());
+  ASSERT_NE(agent.public_port, 0);
+  {
+    rogue_agent rogue(relay.agent_port, relay.token);
+    ASSERT_TRUE(rogue.welcomed());
+    // 3 million pings whose pongs are never read: more than the relay will queue for anyone.
+    std::string ping = frame(proto::frame_type::ping, 0, 0, std::string(8, 'p'));
+    std::string burst;
+    for (int i = 0; i < 10000; ++i) burst += ping;
+    for (int i = 0; i < 300; ++i) rogue.send(burst);
+  }
+  EXPECT_TRUE(relay.proc->wait_for_line(std::regex("the peer is not reading; closing"), 10s));
+  check_bystander(agent.public_port);
+  EXPECT_TRUE(relay.proc->running());
+}
+
 TEST_F(hostile_test, BadHelloIsRefusedWithoutCrashing) {
   tcp_server echo(server_mode::echo);
   auto relay = start_relay();

@@ -1,0 +1,37 @@
+// Worker threads and stop signals.
+#include "core/workers.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <thread>
+
+#include "core/stop_signals.hpp"
+
+namespace burrow {
+
+namespace asio = boost::asio;
+
+workers::workers(unsigned count) {
+  for (unsigned i = 0; i < std::max(1u, count); ++i)
+    contexts_.push_back(std::make_unique<asio::io_context>(1));
+}
+
+void workers::run(std::function<void()> graceful) {
+  asio::signal_set signals(at(0), SIGINT, SIGTERM);
+  handle_stop_signals(
+      signals, [graceful = std::move(graceful)](int) { graceful(); }, [this] { stop(); });
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+  for (auto& c : contexts_) guards.push_back(asio::make_work_guard(*c));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < contexts_.size(); ++i)
+    threads.emplace_back([c = contexts_[i].get()] { c->run(); });
+  at(0).run();
+  stop();
+  for (auto& t : threads) t.join();
+}
+
+void workers::stop() {
+  for (auto& c : contexts_) c->stop();
+}
+
+}  // namespace burrow

@@ -1,0 +1,29 @@
+// A fixed set of io_contexts, one per thread, as the relay and the agent run them: the calling
+// thread runs the first; SIGINT or SIGTERM starts a graceful stop, a second one stops at once.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace burrow {
+
+class workers {
+ public:
+  explicit workers(unsigned count);
+  std::size_t size() const { return contexts_.size(); }
+  boost::asio::io_context& at(std::size_t i) { return *contexts_[i]; }
+  boost::asio::io_context& next() { return *contexts_[next_++ % contexts_.size()]; }
+
+  // Runs every context until stop(); `graceful` runs on the first context on the first signal.
+  void run(std::function<void()> graceful);
+  void stop();  // thread-safe
+
+ private:
+  std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
+  std::atomic<std::size_t> next_{0};
+};
+
+}  // namespace burrow
