@@ -55,6 +55,18 @@ class rogue_agent {
     boost::system::error_code ec;
     asio::write(tls_, asio::buffer(bytes), ec);
   }
+  // Reads until the relay ends the connection (or `limit` passes). Closing first would make the
+  // kernel answer the relay's unread replies with an RST, which discards what we sent.
+  bool wait_closed(std::chrono::seconds limit) {
+    timeval tv{static_cast<time_t>(limit.count()), 0};
+    ::setsockopt(tls_.lowest_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    boost::system::error_code ec;
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (!ec && std::chrono::steady_clock::now() < until) tls_.read_some(asio::buffer(buf), ec);
+    return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
+           ec == asio::error::connection_reset;
+  }
 
  private:
   asio::io_context io_;
@@ -116,12 +128,14 @@ TEST_F(hostile_test, GarbageFramesOversizedFramesAndForbiddenStreams) {
     rogue.send(frame(proto::frame_type::window, 0, 77, std::string(4, '\x01')));
     // Reusing an id is a protocol error that ends the link.
     rogue.send(frame(proto::frame_type::open, 0, 1, proto::encode_open(meta)));
+    EXPECT_TRUE(rogue.wait_closed(5s));
   }
   EXPECT_TRUE(relay.proc->wait_for_line(std::regex("stream id 1 may not be opened"), 5s));
   {  // Random bytes inside TLS.
     rogue_agent rogue(relay.agent_port, relay.token);
     ASSERT_TRUE(rogue.welcomed());
     rogue.send(deterministic_bytes(5000, 4));
+    EXPECT_TRUE(rogue.wait_closed(5s));
   }
   {  // A frame larger than the link allows.
     rogue_agent rogue(relay.agent_port, relay.token);
@@ -131,12 +145,14 @@ TEST_F(hostile_test, GarbageFramesOversizedFramesAndForbiddenStreams) {
                          std::span<std::uint8_t, proto::frame_header_size>(
                              reinterpret_cast<std::uint8_t*>(head.data()), head.size()));
     rogue.send(head);
+    EXPECT_TRUE(rogue.wait_closed(5s));
   }
   EXPECT_TRUE(relay.proc->wait_for_line(std::regex("protocol error: frame too large"), 5s));
   {  // Control messages that do not parse.
     rogue_agent rogue(relay.agent_port, relay.token);
     ASSERT_TRUE(rogue.welcomed());
     rogue.send(frame(proto::frame_type::control, 0, 0, "{not json"));
+    EXPECT_TRUE(rogue.wait_closed(5s));
   }
   EXPECT_TRUE(relay.proc->wait_for_line(std::regex("protocol error: control message"), 5s));
   check_bystander(agent.public_port);
@@ -156,6 +172,7 @@ TEST_F(hostile_test, PingFloodFromAPeerThatNeverReadsIsCutOff) {
     std::string burst;
     for (int i = 0; i < 10000; ++i) burst += ping;
     for (int i = 0; i < 300; ++i) rogue.send(burst);
+    EXPECT_TRUE(rogue.wait_closed(10s));
   }
   EXPECT_TRUE(relay.proc->wait_for_line(std::regex("the peer is not reading; closing"), 10s));
   check_bystander(agent.public_port);
