@@ -90,9 +90,11 @@ config_file load_config_file(const std::filesystem::path& path,
   std::ifstream in(path, std::ios::binary);
   if (!in) throw config_error("cannot read config file " + path.string());
   std::string text;
-  text.resize(max_config_file_size + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  char chunk[16384];
+  while (in && text.size() <= max_config_file_size) {
+    in.read(chunk, sizeof chunk);
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  }
   return parse_config_file(text, path.string(), keys, service_keys);
 }
 

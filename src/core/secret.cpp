@@ -155,8 +155,9 @@ std::string read_file(const std::filesystem::path& path) {
   if (!S_ISREG(st.st_mode)) throw std::runtime_error("not a regular file: " + path.string());
   if (static_cast<std::uint64_t>(st.st_size) > max_read_file_size)
     throw std::runtime_error("file too large (over 1 MiB): " + path.string());
-  // Read one byte past the limit in case the file grew since fstat.
-  std::string data(max_read_file_size + 1, '\0');
+  // Sized from fstat, one byte over to notice a file that grew since; never the whole limit,
+  // which would keep 1 MiB of touched memory per file read.
+  std::string data(static_cast<std::size_t>(st.st_size) + 1, '\0');
   std::size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::read(guard.fd, data.data() + done, data.size() - done);
@@ -166,10 +167,13 @@ std::string read_file(const std::filesystem::path& path) {
     }
     if (n == 0) break;
     done += static_cast<std::size_t>(n);
+    if (done == data.size() && done <= max_read_file_size)
+      data.resize(std::min(done * 2, max_read_file_size + 1));
   }
   if (done > max_read_file_size)
     throw std::runtime_error("file too large (over 1 MiB): " + path.string());
   data.resize(done);
+  data.shrink_to_fit();
   return data;
 }
 
