@@ -328,6 +328,10 @@ std::size_t link::send_data_from(std::uint32_t id, asio::ip::tcp::socket& socket
   return n;
 }
 
+void link::send_data(std::uint32_t id, std::span<const std::uint8_t> bytes) {
+  append_frame(frame_type::data, 0, id, bytes);
+}
+
 void link::send_fin(std::uint32_t id) {
   append_frame(frame_type::data, proto::flag::fin, id, {});
 }

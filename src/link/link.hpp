@@ -82,6 +82,7 @@ class link : public std::enable_shared_from_this<link> {
   std::size_t send_data_from(std::uint32_t id, boost::asio::ip::tcp::socket& socket,
                              std::size_t max, boost::system::error_code& ec);
   void send_fin(std::uint32_t id);
+  void send_data(std::uint32_t id, std::span<const std::uint8_t> bytes);
   void send_window(std::uint32_t id, std::uint32_t increment);
   void send_reset(std::uint32_t id, proto::stream_status status);
   void stream_finished(std::uint32_t id);

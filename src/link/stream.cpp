@@ -3,6 +3,8 @@
 // leaves behind, never more than its credit.
 #include "link/stream.hpp"
 
+#include <cstring>
+
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/write.hpp>
 
@@ -99,6 +101,70 @@ asio::awaitable<void> stream::downstream() {
     co_await inbound_event_.wait();
     down_idle_ = false;
   }
+}
+
+asio::awaitable<std::size_t> stream::read_some(asio::mutable_buffer buffer,
+                                               boost::system::error_code& ec) {
+  for (;;) {
+    if (reset_) {
+      ec = asio::error::connection_reset;
+      co_return 0;
+    }
+    if (!inbound_.empty()) {
+      std::size_t n = std::min(buffer.size(), inbound_.size());
+      std::memcpy(buffer.data(), inbound_.data(), n);
+      inbound_.consume(n);
+      consumed(n);
+      touch();
+      co_return n;
+    }
+    if (inbound_fin_) {
+      ec = asio::error::eof;
+      co_return 0;
+    }
+    co_await inbound_event_.wait();
+  }
+}
+
+asio::awaitable<std::size_t> stream::write_some(asio::const_buffer buffer,
+                                                boost::system::error_code& ec) {
+  for (;;) {
+    if (reset_) {
+      ec = asio::error::connection_reset;
+      co_return 0;
+    }
+    if (outbound_fin_) {
+      ec = asio::error::shut_down;
+      co_return 0;
+    }
+    if (send_.available() == 0) {
+      co_await credit_event_.wait();
+      continue;
+    }
+    if (link_->write_blocked()) {
+      co_await link_->wait_writable();
+      continue;
+    }
+    std::size_t n = std::min<std::size_t>(
+        {buffer.size(), send_.available(), std::size_t{link_->limits().max_frame}});
+    link_->send_data(id_, {static_cast<const std::uint8_t*>(buffer.data()), n});
+    send_.consume(static_cast<std::uint32_t>(n));
+    bytes_out_ += n;
+    touch();
+    co_return n;
+  }
+}
+
+void stream::shutdown_send() {
+  if (outbound_fin_ || reset_) return;
+  outbound_fin_ = true;
+  link_->send_fin(id_);
+}
+
+void stream::finish() {
+  if (!reset_ && !(outbound_fin_ && inbound_fin_ && inbound_.empty()))
+    reset(proto::stream_status::cancelled);
+  link_->stream_finished(id_);
 }
 
 void stream::consumed(std::size_t n) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
@@ -40,6 +41,18 @@ class stream : public std::enable_shared_from_this<stream> {
 
   // Aborts the stream locally and tells the peer (unless the peer is the one who reset it).
   void reset(proto::stream_status status);
+
+  // Reading and writing without a socket, for protocols carried inside the stream (TLS between
+  // the two ends, say). At most one read and one write at a time. read_some ends with eof after
+  // the peer's half-close; both end with connection_reset once the stream is reset.
+  boost::asio::awaitable<std::size_t> read_some(boost::asio::mutable_buffer buffer,
+                                                boost::system::error_code& ec);
+  boost::asio::awaitable<std::size_t> write_some(boost::asio::const_buffer buffer,
+                                                 boost::system::error_code& ec);
+  void shutdown_send();  // half-close toward the peer
+  // Done with a stream used through read_some/write_some: resets it unless both sides
+  // half-closed, and lets the link forget it.
+  void finish();
 
   // Called by the link's reader.
   bool on_data(std::span<const std::uint8_t> bytes, bool fin);  // false: peer overran credit
