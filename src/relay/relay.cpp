@@ -15,6 +15,7 @@
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
 #include "core/stop_signals.hpp"
+#include "link/drain.hpp"
 #include "link/handshake.hpp"
 #include "link/link.hpp"
 #include "link/stream.hpp"
@@ -367,28 +368,9 @@ asio::awaitable<void> relay::shutdown() {
     for (auto& w : links_)
       if (auto l = w.lock()) links.push_back(std::move(l));
   }
-  for (auto& l : links)
-    asio::post(l->executor(),
-               [l] { l->go_away(proto::stream_status::going_away, "relay shutting down"); });
-  spdlog::info("draining {} open streams (up to {}ms)", active_streams_.load(),
-               config_.drain_timeout.count());
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  auto deadline = std::chrono::steady_clock::now() + config_.drain_timeout;
-  while (active_streams_ > 0 && std::chrono::steady_clock::now() < deadline) {
-    timer.expires_after(std::chrono::milliseconds(20));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-  if (active_streams_ > 0)
-    spdlog::warn("drain deadline passed; closing {} streams", active_streams_.load());
-  for (auto& l : links) asio::post(l->executor(), [l] { l->close("relay shut down"); });
-  // Give the links a moment to flush their last frames, then stop every thread.
-  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (std::chrono::steady_clock::now() < deadline &&
-         std::any_of(links.begin(), links.end(), [](auto& l) { return l.use_count() > 1; })) {
-    timer.expires_after(std::chrono::milliseconds(10));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-  links.clear();
+  // Named first: the call's temporaries must not live inside the co_await expression.
+  auto drain = link::drain_links(std::move(links), active_streams_, config_.drain_timeout, "relay");
+  co_await std::move(drain);
   spdlog::info("relay stopped");
   workers_.stop();
 }
