@@ -39,12 +39,8 @@ asio::awaitable<void> stream::pump(tcp::socket& socket) {
 
 asio::awaitable<void> stream::upstream() {
   while (!reset_ && !outbound_fin_) {
-    if (send_.available() == 0) {
-      co_await credit_event_.wait();
-      continue;
-    }
-    if (link_->write_blocked()) {
-      co_await link_->wait_writable();
+    if (!send_ready()) {
+      co_await wait_send_ready();
       continue;
     }
     auto [ec] =
@@ -71,6 +67,17 @@ asio::awaitable<void> stream::upstream() {
     bytes_out_ += n;
     touch();
   }
+}
+
+bool stream::send_ready() const {
+  return send_.available() > 0 && !link_->write_blocked();
+}
+
+asio::awaitable<void> stream::wait_send_ready() {
+  if (send_.available() == 0)
+    co_await credit_event_.wait();
+  else
+    co_await link_->wait_writable();
 }
 
 asio::awaitable<void> stream::downstream() {
@@ -137,12 +144,8 @@ asio::awaitable<std::size_t> stream::write_some(asio::const_buffer buffer,
       ec = asio::error::shut_down;
       co_return 0;
     }
-    if (send_.available() == 0) {
-      co_await credit_event_.wait();
-      continue;
-    }
-    if (link_->write_blocked()) {
-      co_await link_->wait_writable();
+    if (!send_ready()) {
+      co_await wait_send_ready();
       continue;
     }
     std::size_t n = std::min<std::size_t>(

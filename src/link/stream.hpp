@@ -63,7 +63,9 @@ class stream : public std::enable_shared_from_this<stream> {
  private:
   boost::asio::awaitable<void> upstream();    // socket -> link
   boost::asio::awaitable<void> downstream();  // link -> socket
-  void try_direct_write();
+  // Credit from the peer and room on the link; the wait covers whichever is missing.
+  bool send_ready() const;
+  boost::asio::awaitable<void> wait_send_ready();
   void consumed(std::size_t n);
   void touch() { last_activity_ = std::chrono::steady_clock::now(); }
 
