@@ -8,12 +8,10 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <cstdio>
-#include <thread>
 
 #include "core/address.hpp"
 #include "core/backoff.hpp"
@@ -21,7 +19,6 @@
 #include "core/duration.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
-#include "core/stop_signals.hpp"
 #include "link/drain.hpp"
 #include "link/handshake.hpp"
 #include "link/stream.hpp"

@@ -6,7 +6,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <thread>
@@ -14,7 +13,6 @@
 #include "core/deadline.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
-#include "core/stop_signals.hpp"
 #include "link/drain.hpp"
 #include "link/handshake.hpp"
 #include "link/link.hpp"
