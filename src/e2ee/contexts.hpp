@@ -1,0 +1,55 @@
+// TLS contexts for the end-to-end session between `burrow connect` (client) and the agent
+// (server), and the client's cache of sessions to resume, one per service and pin.
+#pragma once
+
+#include "tls/certs.hpp"
+
+#include <openssl/ssl.h>
+#include <boost/asio/ssl/context.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace burrow::e2ee {
+
+// Both sides must agree on it: the agent refuses a client that offers no ALPN at all.
+inline constexpr std::string_view alpn_protocol = "burrow-e2ee/1";
+
+// TLS 1.3 only, presenting `identity`; requires ALPN burrow-e2ee/1; one stateless session ticket
+// per handshake; record buffers released while idle.
+boost::asio::ssl::context make_server_context(const tls::key_pair& identity);
+
+// TLS 1.3 only, offering ALPN burrow-e2ee/1; record buffers released while idle. Peers are
+// verified by default against the system store; callers choose the pin per connection with
+// tls::apply_peer_verification. Sessions reach a session_cache only through its prepare().
+boost::asio::ssl::context make_client_context();
+
+// Sessions to resume, the newest per key. Thread-safe: connections on several threads share one.
+// A resumed handshake has no certificate, so the pin is not checked again: the key must include
+// the pin (and whatever else must match, such as the service name) so that a session made under
+// one pin is never offered under another.
+class session_cache {
+ public:
+  explicit session_cache(bool enabled = true, std::size_t max_entries = 256);
+  session_cache(const session_cache&) = delete;
+  session_cache& operator=(const session_cache&) = delete;
+
+  // Before the handshake of a client SSL made from make_client_context(): offers the session
+  // cached under `key`, if any, and stores the tickets that arrive later on this connection under
+  // `key`. Does nothing when disabled. The SSL may outlive the cache.
+  void prepare(SSL* ssl, const std::string& key);
+
+  bool enabled() const { return enabled_; }
+  std::size_t size() const;
+  void clear();
+
+  struct state;  // shared with the SSLs that store tickets into it
+
+ private:
+  bool enabled_;
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace burrow::e2ee
