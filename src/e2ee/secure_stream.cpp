@@ -1,0 +1,390 @@
+// The TLS engine over a link stream: OpenSSL reads and writes two byte buffers through a small
+// BIO, and one flush at a time moves what it wrote to the stream, in order and exactly once.
+#include "e2ee/secure_stream.hpp"
+
+#include <openssl/err.h>
+
+#include <algorithm>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <climits>
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+#include "e2ee/contexts.hpp"
+#include "link/stream.hpp"
+#include "tls/certs.hpp"
+
+namespace burrow::e2ee {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::size_t max_plaintext_record = 16 * 1024;
+// Encrypting this much (three records) before a flush turns a large write into few link frames,
+// each within the link's default max_frame of 64 KiB, and bounds what waits in memory.
+constexpr std::size_t flush_threshold = 48 * 1024;
+// A caller's read buffer at least this big takes the stream's bytes directly; smaller ones
+// (and the handshake) use landing_, one full record plus header and tag.
+constexpr std::size_t min_landing = 2048;
+constexpr std::size_t landing_size = max_plaintext_record + 512;
+
+// The BIO between OpenSSL and secure_stream::buffers: writes append to `out`, reads take from
+// `in` and ask to be retried when it is empty. Unlike a BIO_s_mem it never moves bytes a flush
+// is sending, and its memory goes back when the buffers are released.
+using buffers = secure_stream::buffers;
+
+buffers* buffers_of(BIO* bio) {
+  return static_cast<buffers*>(BIO_get_data(bio));
+}
+
+int bio_write(BIO* bio, const char* data, int len) {
+  BIO_clear_retry_flags(bio);
+  auto* io = buffers_of(bio);
+  if (!io || len < 0) return -1;
+  try {
+    io->out.append(data, static_cast<std::size_t>(len));
+  } catch (const std::exception&) {
+    return -1;  // nothing may escape into OpenSSL's C frames
+  }
+  return len;
+}
+
+int bio_read(BIO* bio, char* data, int len) {
+  BIO_clear_retry_flags(bio);
+  auto* io = buffers_of(bio);
+  if (!io || len < 0) return -1;
+  if (io->in.empty()) {
+    BIO_set_retry_read(bio);
+    return -1;
+  }
+  std::size_t n = std::min(static_cast<std::size_t>(len), io->in.size());
+  std::memcpy(data, io->in.data(), n);
+  io->in.consume(n);
+  return static_cast<int>(n);
+}
+
+long bio_ctrl(BIO* bio, int cmd, long, void*) {
+  auto* io = buffers_of(bio);
+  switch (cmd) {
+    case BIO_CTRL_FLUSH:
+      return 1;  // flushing is secure_stream's business, after each OpenSSL call
+    case BIO_CTRL_PENDING:
+      return io ? static_cast<long>(io->in.size()) : 0;
+    case BIO_CTRL_WPENDING:
+      return io ? static_cast<long>(io->out.size()) : 0;
+    default:
+      return 0;
+  }
+}
+
+int bio_create(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+BIO_METHOD* make_buffer_method() {
+  int type = BIO_get_new_index();
+  BIO_METHOD* m = type == -1 ? nullptr : BIO_meth_new(type | BIO_TYPE_SOURCE_SINK, "e2ee");
+  if (!m || BIO_meth_set_write(m, bio_write) != 1 || BIO_meth_set_read(m, bio_read) != 1 ||
+      BIO_meth_set_ctrl(m, bio_ctrl) != 1 || BIO_meth_set_create(m, bio_create) != 1)
+    tls::throw_openssl_error("cannot make the end-to-end BIO method");
+  return m;
+}
+
+const BIO_METHOD* buffer_method() {
+  static BIO_METHOD* const method = make_buffer_method();  // lives as long as the process
+  return method;
+}
+
+bool alpn_agreed(SSL* ssl) {
+  const unsigned char* p = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(ssl, &p, &len);
+  return std::string_view(reinterpret_cast<const char*>(p), len) == alpn_protocol;
+}
+
+}  // namespace
+
+secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_role role)
+    : stream_(std::move(s)) {
+  if (!ctx || !stream_) throw std::invalid_argument("secure_stream: null context or stream");
+  ssl_ = SSL_new(ctx);
+  if (!ssl_) tls::throw_openssl_error("SSL_new failed");
+  BIO* bio = BIO_new(buffer_method());
+  if (!bio) {
+    SSL_free(ssl_);
+    tls::throw_openssl_error("BIO_new failed");
+  }
+  BIO_set_data(bio, &io_);
+  SSL_set_bio(ssl_, bio, bio);  // one BIO both ways; the SSL takes its single reference
+  if (role == tls_role::client)
+    SSL_set_connect_state(ssl_);
+  else
+    SSL_set_accept_state(ssl_);
+}
+
+secure_stream::~secure_stream() {
+  SSL_free(ssl_);
+}
+
+// Called right after a failed OpenSSL call, before anything else can touch this thread's error
+// queue. Every failure but "needs more input" is fatal for the session.
+error_code secure_stream::failed(int ssl_error) {
+  error_code ec;
+  if (ssl_error == SSL_ERROR_ZERO_RETURN) {
+    ec = asio::error::eof;
+  } else {
+    unsigned long code = ERR_get_error();
+    if (code == 0 || ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+      ec = asio::ssl::error::stream_truncated;
+    else
+      ec = error_code(static_cast<int>(code), asio::error::get_ssl_category());
+  }
+  ERR_clear_error();
+  if (!broken_) broken_ = ec;
+  return ec;
+}
+
+asio::awaitable<error_code> secure_stream::handshake() {
+  while (!handshake_done_) {
+    if (broken_) co_return broken_;
+    ERR_clear_error();
+    int r = SSL_do_handshake(ssl_);
+    int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+    error_code failure;
+    if (err != SSL_ERROR_NONE && err != SSL_ERROR_WANT_READ) failure = failed(err);
+    // Our next flight, or the alert that tells the peer why we stopped.
+    error_code ec;
+    auto flushed = flush(ec);
+    co_await std::move(flushed);
+    if (failure) co_return failure;
+    if (ec) co_return ec;
+    if (r == 1) break;
+    auto fed = feed({});
+    ec = co_await std::move(fed);
+    if (ec) co_return ec;
+  }
+  if (!alpn_agreed(ssl_)) {
+    if (!broken_) broken_ = asio::error::no_protocol_option;
+    co_return broken_;
+  }
+  handshake_done_ = true;
+  landing_.reset();
+  if (io_.in.empty()) io_.in.release();
+  co_return error_code{};
+}
+
+asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, error_code& ec) {
+  ec = {};
+  if (b.size() == 0) co_return 0;
+  const std::size_t want = std::min<std::size_t>(b.size(), INT_MAX);
+  for (;;) {
+    if (broken_) {
+      ec = broken_;
+      co_return 0;
+    }
+    if (!handshake_done_) {
+      ec = asio::error::not_connected;
+      co_return 0;
+    }
+    std::size_t n = 0;
+    ERR_clear_error();
+    int r = SSL_read_ex(ssl_, b.data(), want, &n);
+    int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+    error_code failure;
+    if (err != SSL_ERROR_NONE && err != SSL_ERROR_WANT_READ && err != SSL_ERROR_ZERO_RETURN)
+      failure = failed(err);
+    // Reading may write (a KeyUpdate answer, an alert). A flush already running takes it along;
+    // otherwise send it now. The reader never waits for the writer's flush.
+    if (!flushing_ && !io_.out.empty()) {
+      error_code flush_ec;
+      auto drained = drain(flush_ec);
+      co_await std::move(drained);
+    }
+    if (r == 1) co_return n;
+    if (failure) {
+      ec = failure;
+      co_return 0;
+    }
+    if (err == SSL_ERROR_ZERO_RETURN) {
+      auto fin = await_peer_fin();
+      ec = co_await std::move(fin);
+      co_return 0;
+    }
+    // Ciphertext lands in the caller's buffer when it is big enough: SSL_read_ex overwrites it
+    // only after feed() has copied the bytes out, and an idle reader then holds no buffer.
+    auto fed = feed(b.size() >= min_landing ? b : asio::mutable_buffer());
+    ec = co_await std::move(fed);
+    if (ec) co_return 0;
+  }
+}
+
+// After close_notify the peer's FIN follows at once. Waiting for it means the stream has ended
+// both ways before our caller finishes it, so finish() does not reset what the peer still sends.
+asio::awaitable<error_code> secure_stream::await_peer_fin() {
+  if (peer_fin_) co_return asio::error::eof;
+  error_code ec;
+  if (io_.in.empty()) {
+    std::uint8_t extra = 0;
+    auto read = stream_->read_some(asio::buffer(&extra, 1), ec);
+    co_await std::move(read);
+  }
+  if (ec == asio::error::eof) {
+    peer_fin_ = true;
+    co_return ec;
+  }
+  // Bytes after close_notify break the protocol.
+  if (!ec) ec = boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+  if (!broken_) broken_ = ec;
+  co_return ec;
+}
+
+asio::awaitable<error_code> secure_stream::feed(asio::mutable_buffer landing) {
+  if (landing.size() == 0) {
+    if (!landing_) landing_ = std::make_unique_for_overwrite<std::uint8_t[]>(landing_size);
+    landing = asio::buffer(landing_.get(), landing_size);
+  }
+  if (io_.in.empty()) io_.in.release();  // an idle session keeps no input buffer
+  error_code ec;
+  auto read = stream_->read_some(landing, ec);
+  std::size_t n = co_await std::move(read);
+  if (ec == asio::error::eof) ec = asio::ssl::error::stream_truncated;  // FIN, no close_notify
+  if (ec) {
+    if (!broken_) broken_ = ec;
+    co_return ec;
+  }
+  io_.in.append(landing.data(), n);
+  co_return error_code{};
+}
+
+asio::awaitable<void> secure_stream::write_all(asio::const_buffer b, error_code& ec) {
+  ec = {};
+  auto* p = static_cast<const std::uint8_t*>(b.data());
+  std::size_t left = b.size();
+  for (;;) {
+    // Encrypt only while no flush runs, so the reader's flush never carries our bytes.
+    auto turn = wait_no_flush();
+    co_await std::move(turn);
+    if (broken_) {
+      ec = broken_;
+      co_return;
+    }
+    if (!handshake_done_) {
+      ec = asio::error::not_connected;
+      co_return;
+    }
+    if (shutdown_sent_) {
+      ec = asio::error::shut_down;
+      co_return;
+    }
+    while (left > 0 && io_.out.size() < flush_threshold) {
+      std::size_t n = 0;
+      ERR_clear_error();
+      int r = SSL_write_ex(ssl_, p, std::min(left, max_plaintext_record), &n);
+      if (r != 1) {
+        ec = failed(SSL_get_error(ssl_, r));
+        break;
+      }
+      p += n;
+      left -= n;
+    }
+    error_code flush_ec;
+    auto flushed = flush(flush_ec);
+    co_await std::move(flushed);
+    if (!ec) ec = flush_ec;
+    if (ec || left == 0) co_return;
+  }
+}
+
+asio::awaitable<void> secure_stream::shutdown_send(error_code& ec) {
+  ec = {};
+  auto turn = wait_no_flush();
+  co_await std::move(turn);
+  if (broken_) {
+    ec = broken_;
+    co_return;
+  }
+  if (!handshake_done_) {
+    ec = asio::error::not_connected;
+    co_return;
+  }
+  if (!shutdown_sent_) {
+    ERR_clear_error();
+    int r = SSL_shutdown(ssl_);  // queues close_notify; never waits for the peer's
+    if (r < 0) {
+      ec = failed(SSL_get_error(ssl_, r));
+      co_return;
+    }
+    shutdown_sent_ = true;
+  }
+  auto flushed = flush(ec);
+  co_await std::move(flushed);
+  if (!ec) stream_->shutdown_send();
+}
+
+void secure_stream::abort(proto::stream_status why) {
+  if (!broken_) broken_ = asio::error::operation_aborted;
+  stream_->reset(why);  // pending stream reads and writes end with connection_reset
+}
+
+asio::awaitable<void> secure_stream::wait_no_flush() {
+  while (flushing_) {
+    if (!flushed_) {
+      auto ex = co_await asio::this_coro::executor;
+      flushed_.emplace(ex);
+    }
+    auto wait = flushed_->wait();
+    co_await std::move(wait);
+  }
+}
+
+asio::awaitable<void> secure_stream::flush(error_code& ec) {
+  ec = {};
+  auto turn = wait_no_flush();
+  co_await std::move(turn);
+  if (broken_ && broken_ != asio::error::eof) {
+    // A failed handshake still owes the peer its alert; anything else is past sending.
+    if (handshake_done_ || stream_->is_reset()) {
+      ec = broken_;
+      co_return;
+    }
+  }
+  if (io_.out.empty() && sending_.empty()) co_return;
+  auto drained = drain(ec);
+  co_await std::move(drained);
+}
+
+// The one flush path: whoever finds no flush running becomes the flusher and sends until nothing
+// is left, including what others write meanwhile. One stream write is in flight at a time, and
+// the bytes being sent sit in sending_, which OpenSSL never touches.
+asio::awaitable<void> secure_stream::drain(error_code& ec) {
+  struct flushing_guard {
+    secure_stream* self;
+    ~flushing_guard() {
+      self->flushing_ = false;
+      if (self->flushed_) self->flushed_->notify();
+    }
+  };
+  flushing_ = true;
+  flushing_guard guard{this};
+  while (!sending_.empty() || !io_.out.empty()) {
+    if (sending_.empty()) std::swap(sending_, io_.out);
+    auto write = stream_->write_some(asio::buffer(sending_.data(), sending_.size()), ec);
+    std::size_t n = co_await std::move(write);
+    if (ec) {
+      if (!broken_) broken_ = ec;
+      co_return;
+    }
+    sending_.consume(n);  // before the next await, so a cancelled flush loses no count
+  }
+  sending_.release();  // an idle session keeps no output buffer
+  io_.out.release();
+}
+
+}  // namespace burrow::e2ee

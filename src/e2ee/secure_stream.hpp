@@ -1,0 +1,83 @@
+// TLS inside a link stream, driven through in-memory buffers rather than asio::ssl::stream so that
+// each side can half-close: close_notify goes out, then the stream's FIN, and reading goes on.
+// The relay forwarding the stream only ever sees ciphertext.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/system/error_code.hpp>
+#include <cstddef>
+#include <memory>
+#include <optional>
+
+#include "link/byte_buffer.hpp"
+#include "link/event.hpp"
+#include "proto/frame.hpp"
+
+namespace burrow::link {
+class stream;
+}
+
+namespace burrow::e2ee {
+
+enum class tls_role { client, server };
+
+// One reader and one writer coroutine may use it at once, on the stream's executor. Destroy it
+// only when none of its operations is pending (a deadline that cancels handshake() has already
+// ended it, since with_deadline waits for the cancelled operation).
+class secure_stream {
+ public:
+  secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_role role);
+  ~secure_stream();  // frees the SSL; does not touch the stream
+  secure_stream(const secure_stream&) = delete;
+  secure_stream& operator=(const secure_stream&) = delete;
+
+  SSL* native_handle() { return ssl_; }
+  link::stream& stream() { return *stream_; }
+
+  // Runs the handshake; a client's caller has set verification, SNI and session on
+  // native_handle() first. Both sides must agree on ALPN burrow-e2ee/1.
+  boost::asio::awaitable<boost::system::error_code> handshake();
+
+  // Plaintext in. ec is asio::error::eof after the peer's close_notify and its stream FIN; a FIN
+  // without close_notify is ssl::error::stream_truncated; a reset stream is connection_reset.
+  boost::asio::awaitable<std::size_t> read_some(boost::asio::mutable_buffer b,
+                                                boost::system::error_code& ec);
+  // Encrypts and sends all of `b`, waiting for the stream's credit as needed.
+  boost::asio::awaitable<void> write_all(boost::asio::const_buffer b,
+                                         boost::system::error_code& ec);
+  // Half-close: sends close_notify, then the stream's FIN; reading may go on.
+  boost::asio::awaitable<void> shutdown_send(boost::system::error_code& ec);
+  // Resets the stream; pending and later operations end with an error.
+  void abort(proto::stream_status why);
+
+  // Ciphertext between OpenSSL and the stream, reached by the BIO callbacks.
+  struct buffers {
+    link::byte_buffer in;   // from the peer, not yet taken by OpenSSL
+    link::byte_buffer out;  // from OpenSSL, not yet taken by a flush
+  };
+
+ private:
+  boost::asio::awaitable<boost::system::error_code> feed(boost::asio::mutable_buffer landing);
+  boost::asio::awaitable<void> wait_no_flush();
+  boost::asio::awaitable<void> flush(boost::system::error_code& ec);
+  boost::asio::awaitable<void> drain(boost::system::error_code& ec);
+  boost::asio::awaitable<boost::system::error_code> await_peer_fin();
+  boost::system::error_code failed(int ssl_error);
+
+  std::shared_ptr<link::stream> stream_;
+  SSL* ssl_ = nullptr;
+  buffers io_;
+  link::byte_buffer sending_;  // swapped out of io_.out; the flusher hands it to the stream
+  std::unique_ptr<std::uint8_t[]> landing_;  // for reads without a caller buffer big enough
+  std::optional<link::event> flushed_;       // made on first use, on the stream's executor
+  bool flushing_ = false;
+  bool handshake_done_ = false;
+  bool shutdown_sent_ = false;
+  bool peer_fin_ = false;
+  boost::system::error_code broken_;  // the first fatal error; every later operation reports it
+};
+
+}  // namespace burrow::e2ee

@@ -1,0 +1,92 @@
+// The link pair: a self-signed "relay" certificate pinned by the dialing side, like the real
+// agent and relay, and a far end that accepts every stream.
+#include "e2ee/link_pair.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "tls/certs.hpp"
+#include "tls/contexts.hpp"
+
+namespace burrow::test {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+const tls::key_pair& relay_identity() {
+  static const tls::key_pair id =
+      tls::make_self_signed("test relay", {"localhost"}, std::chrono::hours(24));
+  return id;
+}
+
+void ignore_end(std::exception_ptr, std::string) {}
+
+}  // namespace
+
+link_pair::link_pair(asio::io_context& ioc, link::link_limits limits)
+    : ioc_(ioc),
+      limits_(limits),
+      acceptor_(ioc, {asio::ip::make_address("127.0.0.1"), 0}),
+      accepted_event_(ioc.get_executor()) {}
+
+asio::awaitable<void> link_pair::connect() {
+  using namespace asio::experimental::awaitable_operators;
+  auto far = accept_far();
+  auto near = dial_near();
+  co_await (std::move(far) && std::move(near));
+}
+
+asio::awaitable<void> link_pair::accept_far() {
+  auto accept = acceptor_.async_accept(asio::use_awaitable);
+  auto socket = co_await std::move(accept);
+  auto ctx = tls::make_server_context(relay_identity(), {});
+  link::tls_stream tls(std::move(socket), ctx);
+  auto handshake = tls.async_handshake(asio::ssl::stream_base::server, asio::use_awaitable);
+  co_await std::move(handshake);
+  far_ = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, limits_, "far");
+  link::link::handlers h;
+  h.on_open = [this](std::shared_ptr<link::stream> s, proto::open_metadata) {
+    far_->accept(*s);
+    accepted_.push_back(std::move(s));
+    accepted_event_.notify();
+  };
+  asio::co_spawn(ioc_, far_->run(std::move(h)), ignore_end);
+}
+
+asio::awaitable<void> link_pair::dial_near() {
+  tcp::socket socket(ioc_);
+  auto connect = socket.async_connect(acceptor_.local_endpoint(), asio::use_awaitable);
+  co_await std::move(connect);
+  auto ctx = tls::make_client_context({});
+  link::tls_stream tls(std::move(socket), ctx);
+  tls::verification_outcome outcome;
+  tls::apply_peer_verification(
+      tls.native_handle(), {tls::fingerprint_sha256(relay_identity().cert_pem), "", "localhost"},
+      &outcome);
+  auto handshake = tls.async_handshake(asio::ssl::stream_base::client, asio::use_awaitable);
+  co_await std::move(handshake);
+  near_ = std::make_shared<link::link>(std::move(tls), link::link_role::dialer, limits_, "near");
+  asio::co_spawn(ioc_, near_->run({}), ignore_end);
+}
+
+asio::awaitable<stream_ends> link_pair::open() {
+  stream_ends ends;
+  ends.near = near_->open_stream({"svc", "127.0.0.1", 1, "127.0.0.1", 2});
+  while (accepted_.empty()) {
+    auto wait = accepted_event_.wait();
+    co_await std::move(wait);
+  }
+  ends.far = std::move(accepted_.front());
+  accepted_.pop_front();
+  co_return ends;
+}
+
+void link_pair::close() {
+  if (near_) near_->close("test done");
+  if (far_) far_->close("test done");
+}
+
+}  // namespace burrow::test

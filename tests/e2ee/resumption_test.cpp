@@ -1,0 +1,126 @@
+// Session resumption: a second connection under the same service and pin skips the certificate;
+// a disabled cache or another pin never resumes.
+#include "e2ee/contexts.hpp"
+
+#include <gtest/gtest.h>
+
+#include "e2ee/session.hpp"
+#include "link/stream.hpp"
+
+namespace burrow::e2ee {
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+struct contexts {
+  asio::ssl::context client = make_client_context();
+  asio::ssl::context server = make_server_context(test::test_agent().pair);
+};
+
+struct connection_result {
+  error_code client_ec, server_ec;
+  bool client_reused = false, server_reused = false;
+  bool pin_mismatch = false;
+  std::string peer;  // the agent's fingerprint as the client's SSL knows it
+  std::string reply;
+};
+
+// One connection: handshake, a request and a reply (reading the reply also takes in the ticket),
+// and a clean close both ways.
+asio::awaitable<connection_result> connection(test::link_pair* pair, contexts* ctx,
+                                              session_cache* cache, std::string key,
+                                              std::string pin) {
+  connection_result r;
+  auto open = test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(),
+                                 {.pin = pin, .cache = cache, .cache_key = key});
+  auto s = co_await std::move(open);
+  r.client_ec = s.client_ec;
+  r.server_ec = s.server_ec;
+  r.pin_mismatch = s.outcome->pin_mismatch;
+  if (!r.client_ec && !r.server_ec) {
+    r.client_reused = SSL_session_reused(s.client->native_handle()) == 1;
+    r.server_reused = SSL_session_reused(s.server->native_handle()) == 1;
+    r.peer = tls::peer_fingerprint(s.client->native_handle());
+    auto request = test::send_and_close(s.client.get(), "ping");
+    co_await std::move(request);
+    error_code ec;
+    auto read_request = test::read_to_end(s.server.get(), &ec);
+    co_await std::move(read_request);
+    auto reply = test::send_and_close(s.server.get(), "pong");
+    co_await std::move(reply);
+    auto read_reply = test::read_to_end(s.client.get(), &ec);
+    r.reply = co_await std::move(read_reply);
+  } else {
+    s.client->abort(proto::stream_status::cancelled);
+  }
+  s.ends.near->finish();
+  s.ends.far->finish();
+  co_return r;
+}
+
+struct two_connections {
+  connection_result first, second;
+};
+
+asio::awaitable<two_connections> twice(test::link_pair* pair, contexts* ctx, session_cache* cache,
+                                       std::string second_key, std::string second_pin) {
+  two_connections r;
+  const auto& pin = test::test_agent().pin;
+  auto first = connection(pair, ctx, cache, "svc|" + pin, pin);
+  r.first = co_await std::move(first);
+  auto second = connection(pair, ctx, cache, second_key, second_pin);
+  r.second = co_await std::move(second);
+  co_return r;
+}
+
+two_connections run_twice(session_cache* cache, std::string second_key, std::string second_pin) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  contexts ctx;
+  auto r = test::run_with_links(
+      ioc, pair, twice(&pair, &ctx, cache, std::move(second_key), std::move(second_pin)));
+  EXPECT_TRUE(r);
+  return r.value_or(two_connections{});
+}
+
+TEST(E2eeResumption, SecondConnectionResumes) {
+  session_cache cache;
+  const auto& pin = test::test_agent().pin;
+  auto r = run_twice(&cache, "svc|" + pin, pin);
+  EXPECT_FALSE(r.first.client_ec);
+  EXPECT_FALSE(r.first.client_reused);
+  EXPECT_EQ(r.first.reply, "pong");
+  EXPECT_FALSE(r.second.client_ec) << r.second.client_ec.message();
+  EXPECT_FALSE(r.second.server_ec) << r.second.server_ec.message();
+  EXPECT_TRUE(r.second.client_reused);
+  EXPECT_TRUE(r.second.server_reused);
+  EXPECT_EQ(r.second.peer, pin);  // the resumed session still names the pinned certificate
+  EXPECT_EQ(r.second.reply, "pong");
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(E2eeResumption, DisabledCacheNeverResumes) {
+  session_cache cache(false);
+  const auto& pin = test::test_agent().pin;
+  auto r = run_twice(&cache, "svc|" + pin, pin);
+  EXPECT_FALSE(r.second.client_ec) << r.second.client_ec.message();
+  EXPECT_FALSE(r.second.client_reused);
+  EXPECT_FALSE(r.second.server_reused);
+  EXPECT_EQ(r.second.reply, "pong");
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(E2eeResumption, AnotherPinDoesNotResumeAndIsChecked) {
+  session_cache cache;
+  const std::string other = "sha256:" + std::string(64, 'd');
+  auto r = run_twice(&cache, "svc|" + other, other);
+  EXPECT_FALSE(r.first.client_ec);
+  // A full handshake, so the certificate met the other pin and failed it.
+  EXPECT_TRUE(r.second.client_ec);
+  EXPECT_TRUE(r.second.pin_mismatch);
+  EXPECT_FALSE(r.second.client_reused);
+}
+
+}  // namespace
+}  // namespace burrow::e2ee

@@ -1,0 +1,228 @@
+// A secure_stream's ends: half-close, truncation, resets, and how large writes reach the link.
+#include "e2ee/secure_stream.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "e2ee/session.hpp"
+#include "harness/net.hpp"
+#include "link/stream.hpp"
+
+namespace burrow::e2ee {
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using namespace std::chrono_literals;
+
+struct contexts {
+  asio::ssl::context client = make_client_context();
+  asio::ssl::context server = make_server_context(test::test_agent().pair);
+};
+
+asio::awaitable<test::tls_session> session(test::link_pair* pair, contexts* ctx) {
+  auto open =
+      test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), {});
+  co_return co_await std::move(open);
+}
+
+struct half_close_result {
+  error_code handshake_ec;
+  std::string request, reply;
+  error_code server_read_ec, reply_ec, client_read_ec, write_after_shutdown_ec;
+  bool near_reset = true, far_reset = true;
+};
+
+asio::awaitable<half_close_result> half_close(test::link_pair* pair, contexts* ctx) {
+  half_close_result r;
+  auto opened = session(pair, ctx);
+  auto s = co_await std::move(opened);
+  r.handshake_ec = s.client_ec ? s.client_ec : s.server_ec;
+  auto request = test::send_and_close(s.client.get(), "request");
+  co_await std::move(request);
+  auto late =
+      s.client->write_all(asio::buffer(std::string_view("late")), r.write_after_shutdown_ec);
+  co_await std::move(late);
+  // The server sees the whole request and EOF, and only then answers.
+  auto read_request = test::read_to_end(s.server.get(), &r.server_read_ec);
+  r.request = co_await std::move(read_request);
+  auto reply = test::send_and_close(s.server.get(), "reply");
+  r.reply_ec = co_await std::move(reply);
+  auto read_reply = test::read_to_end(s.client.get(), &r.client_read_ec);
+  r.reply = co_await std::move(read_reply);
+  s.ends.near->finish();
+  s.ends.far->finish();
+  r.near_reset = s.ends.near->is_reset();
+  r.far_reset = s.ends.far->is_reset();
+  co_return r;
+}
+
+TEST(SecureStream, HalfCloseLetsTheServerAnswerAfterEof) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  contexts ctx;
+  auto r = test::run_with_links(ioc, pair, half_close(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_EQ(r->request, "request");
+  EXPECT_EQ(r->server_read_ec, asio::error::eof);
+  EXPECT_EQ(r->write_after_shutdown_ec, asio::error::shut_down);
+  EXPECT_FALSE(r->reply_ec) << r->reply_ec.message();
+  EXPECT_EQ(r->reply, "reply");
+  EXPECT_EQ(r->client_read_ec, asio::error::eof);
+  // Both directions ended cleanly, so finishing reset neither end.
+  EXPECT_FALSE(r->near_reset);
+  EXPECT_FALSE(r->far_reset);
+}
+
+struct truncation_result {
+  std::string received;
+  error_code read_ec;
+};
+
+asio::awaitable<truncation_result> truncated(test::link_pair* pair, contexts* ctx) {
+  truncation_result r;
+  auto opened = session(pair, ctx);
+  auto s = co_await std::move(opened);
+  error_code ec;
+  auto write = s.server->write_all(asio::buffer(std::string_view("partial")), ec);
+  co_await std::move(write);
+  s.server->stream().shutdown_send();  // a FIN with no close_notify before it
+  auto read = test::read_to_end(s.client.get(), &r.read_ec);
+  r.received = co_await std::move(read);
+  co_return r;
+}
+
+TEST(SecureStream, FinWithoutCloseNotifyIsTruncationNotEof) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  contexts ctx;
+  auto r = test::run_with_links(ioc, pair, truncated(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->received, "partial");
+  EXPECT_EQ(r->read_ec, asio::ssl::error::stream_truncated) << r->read_ec.message();
+}
+
+struct reset_result {
+  error_code read_ec, write_ec, later_read_ec;
+};
+
+asio::awaitable<reset_result> peer_reset(test::link_pair* pair, contexts* ctx) {
+  reset_result r;
+  auto opened = session(pair, ctx);
+  auto s = co_await std::move(opened);
+  s.server->abort(proto::stream_status::cancelled);
+  char buf[64];
+  auto read = s.client->read_some(asio::buffer(buf), r.read_ec);
+  co_await std::move(read);
+  auto write = s.client->write_all(asio::buffer(std::string_view("anyone?")), r.write_ec);
+  co_await std::move(write);
+  auto again = s.client->read_some(asio::buffer(buf), r.later_read_ec);
+  co_await std::move(again);
+  co_return r;
+}
+
+TEST(SecureStream, PeerResetEndsReadsAndWrites) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  contexts ctx;
+  auto r = test::run_with_links(ioc, pair, peer_reset(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->read_ec, asio::error::connection_reset) << r->read_ec.message();
+  EXPECT_EQ(r->write_ec, asio::error::connection_reset) << r->write_ec.message();
+  EXPECT_EQ(r->later_read_ec, asio::error::connection_reset);
+}
+
+asio::awaitable<error_code> read_one(secure_stream* s) {
+  char buf[64];
+  error_code ec;
+  auto read = s->read_some(asio::buffer(buf), ec);
+  co_await std::move(read);
+  co_return ec;
+}
+
+asio::awaitable<void> abort_soon(secure_stream* s) {
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer timer(ex, 20ms);
+  auto wait = timer.async_wait(asio::use_awaitable);
+  co_await std::move(wait);
+  s->abort(proto::stream_status::cancelled);
+}
+
+asio::awaitable<error_code> local_abort(test::link_pair* pair, contexts* ctx) {
+  using namespace asio::experimental::awaitable_operators;
+  auto opened = session(pair, ctx);
+  auto s = co_await std::move(opened);
+  auto read = read_one(s.client.get());
+  auto abort = abort_soon(s.client.get());
+  error_code ec = co_await (std::move(read) && std::move(abort));
+  co_return ec;
+}
+
+TEST(SecureStream, LocalAbortEndsAPendingRead) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  contexts ctx;
+  auto r = test::run_with_links(ioc, pair, local_abort(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, asio::error::connection_reset) << r->message();
+}
+
+struct large_write_result {
+  error_code write_ec, read_ec;
+  std::string received;
+  std::uint64_t frames = 0;
+};
+
+asio::awaitable<error_code> write_then_close(secure_stream* s, const std::string* data) {
+  error_code ec;
+  auto write = s->write_all(asio::buffer(*data), ec);
+  co_await std::move(write);
+  if (ec) co_return ec;
+  auto shut = s->shutdown_send(ec);
+  co_await std::move(shut);
+  co_return ec;
+}
+
+asio::awaitable<std::string> read_all(secure_stream* s, error_code* ec) {
+  auto read = test::read_to_end(s, ec);
+  co_return co_await std::move(read);
+}
+
+asio::awaitable<large_write_result> large_write(test::link_pair* pair, contexts* ctx,
+                                                const std::string* payload) {
+  using namespace asio::experimental::awaitable_operators;
+  large_write_result r;
+  auto opened = session(pair, ctx);
+  auto s = co_await std::move(opened);
+  auto before = pair->near().counters().frames_out;
+  auto write = write_then_close(s.client.get(), payload);
+  auto read = read_all(s.server.get(), &r.read_ec);
+  auto [write_ec, received] = co_await (std::move(write) && std::move(read));
+  r.frames = pair->near().counters().frames_out - before;
+  r.write_ec = write_ec;
+  r.received = std::move(received);
+  co_return r;
+}
+
+TEST(SecureStream, LargeWriteIsCoalescedIntoFewFrames) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  contexts ctx;
+  const std::string payload = test::deterministic_bytes(1 << 20, 5);
+  auto r = test::run_with_links(ioc, pair, large_write(&pair, &ctx, &payload));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->write_ec) << r->write_ec.message();
+  EXPECT_EQ(r->read_ec, asio::error::eof);
+  EXPECT_TRUE(r->received == payload);
+  // 64 records of 16 KiB; three records per frame make about 22 frames, plus a few cut short
+  // by credit, the close_notify and the FIN.
+  EXPECT_LT(r->frames, 40u);
+}
+
+}  // namespace
+}  // namespace burrow::e2ee
