@@ -1,0 +1,18 @@
+// Moves bytes both ways between a local TCP connection and an end-to-end TLS session, with TCP's
+// half-close carried over as close_notify plus FIN.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "e2ee/secure_stream.hpp"
+
+namespace burrow::e2ee {
+
+// Runs until both directions have finished: the socket's EOF becomes tls.shutdown_send(), the
+// peer's close_notify becomes a shutdown of the socket's sending side. An error on either side
+// aborts both: the stream is reset and the socket closed with an RST. Ends with
+// tls.stream().finish(). The socket must live on the stream's executor; the handshake is done.
+boost::asio::awaitable<void> splice(boost::asio::ip::tcp::socket& socket, secure_stream& tls);
+
+}  // namespace burrow::e2ee
