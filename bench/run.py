@@ -654,7 +654,7 @@ class BurrowMode(Mode):
 
     def start(self, target_port: int) -> int:
         assert self.relay is not None
-        argv = [self.ctx.args.burrow, "tcp", str(target_port),
+        argv = [self.ctx.args.burrow, "tcp", str(target_port), "--no-e2ee",
                 "--relay", f"{LOOPBACK}:{self.relay_port}", "--token", self.token,
                 "--relay-pin", self.fingerprint]
         argv += shlex.split(self.ctx.args.burrow_agent_args or "")

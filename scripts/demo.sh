@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on one machine: installs what is needed, builds, then runs a relay, an agent and a
-# small web server on loopback, and prints the public address with a curl line that works.
+# small web server on loopback, and `burrow connect` for the visitor; prints the address with a
+# curl line that works, end to end encrypted through the relay.
 # --check: verify the curl line once and exit (used by CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,21 +46,31 @@ relay_port=$(wait_for "$work/relay.out" 'agents connect to 127\.0\.0\.1:\K\d+')
 pin=$(wait_for "$work/relay.out" 'relay fingerprint: \K\S+')
 cat "$work/relay.out"
 
-BURROW_TOKEN=$(cat "$work/relay/agent.token") "$bin" tcp "$web_port" --relay "127.0.0.1:$relay_port" \
-  --relay-pin "$pin" >"$work/agent.out" 2>"$work/agent.log" &
+# The agent, end to end (the default): no public port; it prints the visitor's command.
+BURROW_TOKEN=$(cat "$work/relay/agent.token") "$bin" tcp "$web_port" --name web \
+  --relay "127.0.0.1:$relay_port" --relay-pin "$pin" --state-dir "$work/agent" \
+  >"$work/agent.out" 2>"$work/agent.log" &
 pids+=($!)
-public=$(wait_for "$work/agent.out" 'public at \K\S+')
+agent_pin=$(wait_for "$work/agent.out" 'reachable end to end as web \(certificate \K[^)]+')
+cat "$work/agent.out"
+
+# The visitor: `burrow connect` listens locally and runs TLS with the agent, pinned; the relay
+# in the middle carries only ciphertext.
+"$bin" connect web --relay "127.0.0.1:$relay_port" --relay-pin "$pin" --pin "$agent_pin" \
+  --listen 127.0.0.1:0 >"$work/connect.out" 2>"$work/connect.log" &
+pids+=($!)
+local_addr=$(wait_for "$work/connect.out" 'listening on \K\S+')
 
 echo
-echo "web server 127.0.0.1:$web_port is public at $public through the relay"
+echo "web server 127.0.0.1:$web_port is reachable end to end at http://$local_addr/"
 echo "try it:"
-echo "  curl http://$public/"
-body=$(curl -sS --max-time 5 "http://$public/")
+echo "  curl http://$local_addr/"
+body=$(curl -sS --max-time 5 "http://$local_addr/")
 echo "$body"
 [ "$body" = "hello from behind the burrow" ] || { echo "demo: unexpected answer" >&2; exit 1; }
 if [ "$check" = 1 ]; then
   echo "demo: ok"
   exit 0
 fi
-echo "(Ctrl-C stops the relay, the agent and the web server)"
+echo "(Ctrl-C stops the relay, the agent, connect and the web server)"
 wait "${pids[1]}"

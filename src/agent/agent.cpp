@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <cstdio>
+#include <optional>
 
 #include "core/address.hpp"
 #include "core/backoff.hpp"
@@ -19,6 +20,11 @@
 #include "core/duration.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
+#include "e2ee/contexts.hpp"
+#include "e2ee/identity.hpp"
+#include "e2ee/secure_stream.hpp"
+#include "e2ee/splice.hpp"
+#include "link/dial.hpp"
 #include "link/drain.hpp"
 #include "link/handshake.hpp"
 #include "link/stream.hpp"
@@ -29,34 +35,10 @@ namespace burrow::agent {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-struct agent::connect_result {
-  std::shared_ptr<link::link> link;
-  int fatal = exit_ok;  // non-zero: stop retrying
-  std::string error;
-};
-
 namespace {
-
-asio::awaitable<boost::system::error_code> tcp_connect(tcp::socket& s,
-                                                       tcp::resolver::results_type endpoints) {
-  auto [ec, ep] = co_await asio::async_connect(s, endpoints, asio::as_tuple(asio::use_awaitable));
-  co_return ec;
-}
 
 asio::awaitable<boost::system::error_code> tcp_connect_one(tcp::socket& s, tcp::endpoint ep) {
   auto [ec] = co_await s.async_connect(ep, asio::as_tuple(asio::use_awaitable));
-  co_return ec;
-}
-
-asio::awaitable<std::pair<boost::system::error_code, tcp::resolver::results_type>> resolve(
-    tcp::resolver& r, std::string host, std::string port) {
-  auto [ec, results] = co_await r.async_resolve(host, port, asio::as_tuple(asio::use_awaitable));
-  co_return std::make_pair(ec, results);
-}
-
-asio::awaitable<boost::system::error_code> tls_connect(link::tls_stream& tls) {
-  auto [ec] = co_await tls.async_handshake(asio::ssl::stream_base::client,
-                                           asio::as_tuple(asio::use_awaitable));
   co_return ec;
 }
 
@@ -89,6 +71,26 @@ agent::agent(agent_config config)
     st.target = results.begin()->endpoint();
     services_.push_back(std::move(st));
   }
+  bool any_e2ee = std::any_of(services_.begin(), services_.end(),
+                              [](const service_state& st) { return st.config.e2ee; });
+  if (any_e2ee) {
+    try {
+      identity_ = config_.e2ee_cert.empty()
+                      ? e2ee::load_or_create_identity(config_.state_dir.empty()
+                                                          ? e2ee::default_agent_state_dir()
+                                                          : config_.state_dir)
+                      : e2ee::load_identity_files(config_.e2ee_cert, config_.e2ee_key);
+    } catch (const std::exception& e) {
+      throw config_error(std::string("end-to-end identity: ") + e.what());
+    }
+    fingerprint_ = tls::fingerprint_sha256(identity_.cert_pem);
+    e2ee_tls_.emplace(e2ee::make_server_context(identity_));
+    // A name the relay holds for this agent alone: the same after a restart (the key is kept),
+    // different from every other agent's (the key is not).
+    for (auto& st : services_)
+      if (st.config.e2ee && !st.config.name_given)
+        st.config.name += "-" + fingerprint_.substr(std::string("sha256:").size(), 8);
+  }
 }
 
 agent::~agent() = default;
@@ -110,105 +112,27 @@ void agent::fatal(int code, const std::string& message) {
 proto::register_services agent::registration() {
   std::lock_guard lock(mutex_);
   proto::register_services r;
-  for (auto& s : services_) r.services.push_back({s.config.name, "tcp", s.assigned_port});
+  for (auto& s : services_) {
+    proto::service_spec spec{s.config.name, "tcp", s.assigned_port, s.config.e2ee, {}};
+    if (!s.config.visitor_token.empty())
+      spec.visitor_token_sha256 = hex(sha256(s.config.visitor_token));
+    r.services.push_back(std::move(spec));
+  }
   return r;
 }
 
-asio::awaitable<agent::connect_result> agent::connect_once(unsigned index) {
-  connect_result out;
-  auto ex = co_await asio::this_coro::executor;
-  tcp::resolver resolver(ex);
-  auto resolving = resolve(resolver, relay_host_, relay_port_);
-  auto resolved = co_await with_deadline(std::move(resolving), config_.connect_timeout);
-  if (!resolved || resolved->first) {
-    out.error = resolved ? "cannot resolve " + relay_host_ + ": " + resolved->first.message()
-                         : "resolving " + relay_host_ + " timed out";
-    co_return out;
-  }
-  tcp::socket socket(ex);
-  auto connecting = tcp_connect(socket, resolved->second);
-  auto connected = co_await with_deadline(std::move(connecting), config_.connect_timeout);
-  if (!connected || *connected) {
-    out.error = connected ? connected->message() : "connecting timed out";
-    co_return out;
-  }
-  boost::system::error_code ec;
-  socket.set_option(tcp::no_delay(true), ec);
-  link::tls_stream tls(std::move(socket), tls_);
-  tls::verification_outcome outcome;
-  tls::apply_peer_verification(tls.native_handle(),
-                               {config_.relay_pin, config_.relay_ca, relay_host_}, &outcome);
-  auto shaken = co_await with_deadline(tls_connect(tls), config_.connect_timeout);
-  if (!shaken || *shaken) {
-    if (outcome.pin_mismatch) {
-      out.fatal = exit_relay_identity;
-      out.error = "the relay at " + config_.relay + " presented certificate " +
-                  outcome.seen_fingerprint + " but --relay-pin expects " + config_.relay_pin +
-                  ". If the relay's certificate changed on purpose (a new state directory), use "
-                  "--relay-pin " +
-                  outcome.seen_fingerprint +
-                  "; otherwise something between you and the relay is intercepting the connection";
-    } else if (!outcome.chain_error.empty()) {
-      out.fatal = exit_relay_identity;
-      out.error = "cannot verify the relay's certificate: " + outcome.chain_error +
-                  ". Pass --relay-pin with the fingerprint `burrow relay` prints, or --relay-ca";
-    } else {
-      out.error = shaken ? "TLS handshake failed: " + shaken->message() : "TLS handshake timed out";
-    }
-    co_return out;
-  }
-
-  if (link::negotiated_protocol(tls) != "burrow/1") {
-    out.error = "the relay did not agree on ALPN burrow/1; is this a Burrow relay's agent port?";
-    out.fatal = exit_config;
-    co_return out;
-  }
+asio::awaitable<link::dial_result> agent::connect_once(unsigned index) {
+  link::dial_options o{config_.relay,
+                       relay_host_,
+                       relay_port_,
+                       config_.relay_pin,
+                       config_.relay_ca,
+                       config_.connect_timeout,
+                       "relay " + config_.relay + " link " + std::to_string(index)};
   proto::hello hello{{proto::protocol_version}, "agent", config_.token, session_, index,
                      "burrow/" BURROW_VERSION};
-  auto send_hello = link::write_control_frame(tls, hello);
-  auto sent = co_await with_deadline(std::move(send_hello), config_.connect_timeout);
-  if (!sent || *sent) {
-    out.error = "could not send hello";
-    co_return out;
-  }
-  auto reply = co_await with_deadline(link::read_control_frame(tls), config_.connect_timeout);
-  if (!reply || !reply->message) {
-    out.error = reply ? "bad answer to hello: " + reply->error : "no answer to hello";
-    co_return out;
-  }
-  if (auto* err = std::get_if<proto::link_error>(&*reply->message)) {
-    out.error = "relay refused the link: " + err->message + " (" + err->code + ")";
-    if (err->code == "bad_token") {
-      out.fatal = exit_bad_token;
-      out.error =
-          "the relay refused the token (bad_token). Check --token or BURROW_TOKEN: "
-          "`burrow relay` prints the token on its first start and keeps it in its state "
-          "directory as agent.token";
-    } else if (err->code != "going_away") {
-      out.fatal = exit_config;
-    }
-    co_return out;
-  }
-  auto* w = std::get_if<proto::welcome>(&*reply->message);
-  if (!w || w->version != proto::protocol_version || w->max_frame < 1024 ||
-      w->max_frame > proto::max_frame_payload_encodable || w->initial_window < 1024 ||
-      w->initial_window > link::max_window || w->max_streams == 0) {
-    out.error = "the relay's welcome is not one this agent understands";
-    out.fatal = exit_config;
-    co_return out;
-  }
-  link::link_limits limits;
-  limits.max_frame = w->max_frame;
-  limits.initial_window = w->initial_window;
-  limits.max_streams = w->max_streams;
-  if (w->ping_interval_ms >= 100)
-    limits.ping_interval = std::chrono::milliseconds(w->ping_interval_ms);
-  limits.ping_timeout = w->ping_timeout_ms >= 100 ? std::chrono::milliseconds(w->ping_timeout_ms)
-                                                  : limits.ping_interval;
-  out.link =
-      std::make_shared<link::link>(std::move(tls), link::link_role::dialer, limits,
-                                   "relay " + config_.relay + " link " + std::to_string(index));
-  co_return out;
+  auto dialling = link::dial_relay(std::move(o), tls_, std::move(hello));
+  co_return co_await std::move(dialling);
 }
 
 asio::awaitable<void> agent::link_slot(unsigned index) {
@@ -218,8 +142,11 @@ asio::awaitable<void> agent::link_slot(unsigned index) {
   while (!stopping_) {
     auto result = co_await connect_once(index);
     if (stopping_) co_return;
-    if (result.fatal) {
-      fatal(result.fatal, result.error);
+    if (result.failure != link::dial_failure::none && result.failure != link::dial_failure::retry) {
+      fatal(result.failure == link::dial_failure::bad_token        ? exit_bad_token
+            : result.failure == link::dial_failure::relay_identity ? exit_relay_identity
+                                                                   : exit_config,
+            result.error);
       co_return;
     }
     if (result.link) {
@@ -278,6 +205,11 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
     if (res.ok) {
       any_ok = true;
       s.refused_logged = false;
+      if (s.config.e2ee) {
+        if (!s.announced) announce_e2ee(s);
+        s.announced = true;
+        continue;
+      }
       if (s.assigned_port != res.remote_port || s.public_address != res.public_address) {
         s.assigned_port = res.remote_port;
         s.public_address = res.public_address;
@@ -296,7 +228,7 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
       spdlog::warn("service {}: port {} is no longer ours ({}); asking for another", s.config.name,
                    s.assigned_port, res.message);
       s.assigned_port = 0;
-      retry.services.push_back({s.config.name, "tcp", 0});
+      retry.services.push_back({s.config.name, "tcp", 0, false, {}});
       continue;
     }
     if (!s.refused_logged) {
@@ -315,6 +247,24 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
             "--remote-port, or leave it out to get any free port");
     });
   }
+}
+
+void agent::announce_e2ee(const service_state& s) {
+  const auto& c = s.config;
+  std::uint16_t suggested =
+      c.local_port >= 1024 ? c.local_port : static_cast<std::uint16_t>(10000 + c.local_port);
+  std::string command = fmt::format(
+      "burrow connect {} --relay {}{} --pin {} --listen 127.0.0.1:{}", c.name, config_.relay,
+      config_.relay_pin.empty() ? "" : " --relay-pin " + config_.relay_pin, fingerprint_,
+      suggested);
+  if (!c.visitor_token.empty()) command += " --visitor-token \"$BURROW_VISITOR_TOKEN\"";
+  std::string line =
+      fmt::format("tcp {} is reachable end to end as {} (certificate {})",
+                  format_host_port(c.local_host, c.local_port), c.name, fingerprint_);
+  std::string out = line + "\nvisitors run: " + command + "\n";
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  spdlog::info("service {}: {}", c.name, line);
 }
 
 asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
@@ -350,6 +300,23 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
     co_return;
   }
   l->accept(*s);
+  std::optional<e2ee::secure_stream> tls;
+  if (svc.e2ee) {
+    tls.emplace(e2ee_tls_->native_handle(), s, e2ee::tls_role::server);
+    auto shaking = tls->handshake();
+    auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);
+    if (!shaken || *shaken) {
+      std::unique_lock lock(mutex_);
+      if (e2ee_errors_.allow())
+        spdlog::warn("service {}: end-to-end handshake with visitor {} failed: {}", svc.name,
+                     meta.visitor_address, shaken ? shaken->message() : "timed out");
+      tls->abort(proto::stream_status::cancelled);
+      l->stream_finished(s->id());
+      boost::system::error_code ec;
+      socket.set_option(asio::socket_base::linger(true, 0), ec);
+      co_return;
+    }
+  }
   if (svc.proxy != proto::proxy_version::none) {
     auto header = proto::proxy_header(
         svc.proxy, endpoint_or_unspecified(meta.visitor_address, meta.visitor_port),
@@ -361,6 +328,10 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
       l->stream_finished(s->id());
       co_return;
     }
+  }
+  if (tls) {
+    co_await e2ee::splice(socket, *tls);
+    co_return;
   }
   co_await s->pump(socket);
 }

@@ -9,13 +9,16 @@
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/agent_config.hpp"
 #include "core/log.hpp"
 #include "core/workers.hpp"
+#include "link/dial.hpp"
 #include "link/link.hpp"
+#include "tls/certs.hpp"
 
 namespace burrow::agent {
 
@@ -35,23 +38,24 @@ class agent {
   int run();
 
  private:
-  struct connect_result;
   struct service_state {
     service_config config;
     boost::asio::ip::tcp::endpoint target;
     std::uint16_t assigned_port = 0;
     std::string public_address;
     bool refused_logged = false;
+    bool announced = false;  // the end-to-end visitor command was printed
     log_limiter local_errors{std::chrono::seconds(10)};
   };
 
   boost::asio::awaitable<void> link_slot(unsigned index);
-  boost::asio::awaitable<connect_result> connect_once(unsigned index);
+  boost::asio::awaitable<link::dial_result> connect_once(unsigned index);
   boost::asio::awaitable<void> local_session(std::shared_ptr<link::link> link,
                                              std::shared_ptr<link::stream> stream,
                                              proto::open_metadata meta, std::size_t service);
   boost::asio::awaitable<void> shutdown();
   void on_registered(link::link& link, const proto::registered& r);
+  void announce_e2ee(const service_state& s);
   proto::register_services registration();
   void fatal(int code, const std::string& message);
 
@@ -61,6 +65,11 @@ class agent {
   std::string relay_port_;
   boost::asio::ssl::context tls_;
   workers workers_;
+  // End to end: this agent's own key and certificate, and the TLS server visitors meet.
+  tls::key_pair identity_;
+  std::string fingerprint_;
+  std::optional<boost::asio::ssl::context> e2ee_tls_;
+  log_limiter e2ee_errors_{std::chrono::seconds(10)};  // guarded by mutex_
 
   std::mutex mutex_;  // guards services_' assignment state and links_
   std::vector<service_state> services_;

@@ -11,12 +11,14 @@ namespace burrow::agent {
 const std::vector<std::string>& agent_setting_keys() {
   static const std::vector<std::string> keys{
       "relay",       "token",      "relay-pin", "relay-ca",        "links",
-      "backoff-max", "log-format", "log-level", "connect-timeout", "drain-timeout"};
+      "backoff-max", "log-format", "log-level", "connect-timeout", "drain-timeout",
+      "state-dir",   "e2ee-cert",  "e2ee-key"};
   return keys;
 }
 
 const std::vector<std::string>& service_setting_keys() {
-  static const std::vector<std::string> keys{"name", "local", "remote-port", "proxy-protocol"};
+  static const std::vector<std::string> keys{"name",           "local", "remote-port",
+                                             "proxy-protocol", "e2ee",  "visitor-token"};
   return keys;
 }
 
@@ -49,8 +51,30 @@ service_config make_service(const settings_layer& s, std::string_view where) {
       throw config_error(std::string(where) + ": proxy-protocol '" + *pp + "' is not v1 or v2");
     svc.proxy = *v;
   }
+  if (auto* e = get("e2ee")) {
+    if (*e == "true" || *e == "on" || *e == "yes")
+      svc.e2ee = true;
+    else if (*e == "false" || *e == "off" || *e == "no")
+      svc.e2ee = false;
+    else
+      throw config_error(std::string(where) + ": e2ee '" + *e + "' is not true or false");
+  }
+  if (auto* t = get("visitor-token")) {
+    if (!svc.e2ee)
+      throw config_error(std::string(where) +
+                         ": a visitor token protects end-to-end services; a public port "
+                         "(e2ee = false, --no-e2ee) is open to anyone who reaches it");
+    if (t->size() < 8 || t->size() > 256)
+      throw config_error(std::string(where) + ": the visitor token must be 8 to 256 characters");
+    svc.visitor_token = *t;
+  }
+  if (svc.e2ee && svc.remote_port)
+    throw config_error(std::string(where) +
+                       ": remote-port is for public ports; end-to-end services have none "
+                       "(add --no-e2ee, or e2ee = false, for a public port)");
   if (auto* n = get("name")) {
     svc.name = *n;
+    svc.name_given = true;
   } else {
     svc.name = "tcp-" + std::to_string(svc.local_port);
   }
@@ -87,6 +111,11 @@ agent_config make_agent_config(const layered_settings& s, std::vector<service_co
     c.backoff_max = std::chrono::milliseconds(100);
   c.connect_timeout = s.duration_or("connect-timeout", c.connect_timeout);
   c.drain_timeout = s.duration_or("drain-timeout", c.drain_timeout);
+  c.e2ee_cert = s.text_or("e2ee-cert", "");
+  c.e2ee_key = s.text_or("e2ee-key", "");
+  if (c.e2ee_cert.empty() != c.e2ee_key.empty())
+    throw config_error("--e2ee-cert and --e2ee-key go together: give both, or neither");
+  if (auto dir = s.text("state-dir")) c.state_dir = *dir;
   if (services.empty()) throw config_error("no services to expose");
   std::set<std::string> names;
   std::set<std::uint16_t> ports;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ struct service_config {
   std::uint16_t local_port = 0;
   std::uint16_t remote_port = 0;  // 0: any port the relay offers
   proto::proxy_version proxy = proto::proxy_version::none;
+  // End to end (the default): no public port; visitors use `burrow connect NAME --pin FP`, and
+  // TLS runs between them and this agent. false: a plain public port on the relay.
+  bool e2ee = true;
+  bool name_given = false;    // false: the agent derives a relay-wide unique name
+  std::string visitor_token;  // end-to-end services: the token visitors must present; never logged
 };
 
 struct agent_config {
@@ -30,6 +36,8 @@ struct agent_config {
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds local_connect_timeout{5000};
   std::chrono::milliseconds drain_timeout{10000};
+  std::filesystem::path state_dir;  // the end-to-end key and certificate live here
+  std::string e2ee_cert, e2ee_key;  // the user's own end-to-end identity, instead of state_dir's
   std::vector<service_config> services;
 };
 
@@ -37,7 +45,8 @@ struct agent_config {
 const std::vector<std::string>& agent_setting_keys();
 const std::vector<std::string>& service_setting_keys();
 
-// A service from its settings (name, local, remote-port, proxy-protocol); throws config_error.
+// A service from its settings (name, local, remote-port, proxy-protocol, e2ee, visitor-token);
+// throws config_error.
 service_config make_service(const settings_layer& s, std::string_view where);
 // Validates and fills defaults; throws config_error with what to do about it.
 agent_config make_agent_config(const layered_settings& s, std::vector<service_config> services);

@@ -10,6 +10,7 @@
 
 #include "agent/agent_config.hpp"
 #include "cli/options.hpp"
+#include "connect/connect_config.hpp"
 #include "core/config_file.hpp"
 #include "relay/relay_settings.hpp"
 
@@ -32,6 +33,10 @@ void add_agent_options(option_set& o, CLI::App& app) {
   o.add(app, "connect-timeout",
         "deadline to reach the relay and finish the handshake (default 10s)");
   o.add(app, "drain-timeout", "on SIGINT/SIGTERM, how long open streams may finish (default 10s)");
+  o.add(app, "state-dir",
+        "where the end-to-end key and certificate live (default $XDG_STATE_HOME/burrow/agent)");
+  o.add(app, "e2ee-cert", "your own end-to-end certificate (PEM), with --e2ee-key");
+  o.add(app, "e2ee-key", "the private key of --e2ee-cert (PEM)");
   add_log_options(o, app);
 }
 
@@ -57,8 +62,16 @@ int run(int argc, char** argv) {
   tcp_cmd->add_option("local", tcp_local, "the local service: PORT or HOST:PORT")->required();
   tcp_cmd->add_option("-c,--config", tcp_file, "TOML config file (flags and BURROW_* win)");
   add_agent_options(tcp_opts, *tcp_cmd);
-  tcp_opts.add(*tcp_cmd, "remote-port", "the public port to claim (default: any free port)");
-  tcp_opts.add(*tcp_cmd, "name", "the service's name (default tcp-PORT)");
+  bool no_e2ee = false;
+  tcp_cmd->add_flag("--no-e2ee", no_e2ee,
+                    "a plain public port on the relay instead of end-to-end encryption through "
+                    "`burrow connect` (the relay can then read the traffic)");
+  tcp_opts.add(*tcp_cmd, "remote-port",
+               "with --no-e2ee: the public port to claim (default: any free port)");
+  tcp_opts.add(*tcp_cmd, "name",
+               "the service's name (default tcp-PORT plus, end to end, the agent's key id)");
+  tcp_opts.add(*tcp_cmd, "visitor-token",
+               "end to end: a token visitors must present (burrow connect --visitor-token)");
   tcp_opts.add(*tcp_cmd, "proxy-protocol",
                "send a PROXY protocol header (v1 or v2) to the service");
 
@@ -69,6 +82,19 @@ int run(int argc, char** argv) {
   up_cmd->add_option("-c,--config", up_file, "TOML config file with [[service]] tables")
       ->required();
   add_agent_options(up_opts, *up_cmd);
+
+  // burrow connect SERVICE
+  option_set connect_opts;
+  std::string connect_service, connect_file;
+  bool connect_stdio = false;
+  auto* connect_cmd = app.add_subcommand(
+      "connect", "Reach an end-to-end service: TLS to the agent, pinned, through the relay");
+  connect_cmd->add_option("service", connect_service, "the service's name, as the agent printed it")
+      ->required();
+  connect_cmd->add_option("-c,--config", connect_file, "TOML config file (flags and BURROW_* win)");
+  connect_cmd->add_flag("--stdio", connect_stdio,
+                        "one connection on standard input and output (ssh -o ProxyCommand)");
+  add_connect_options(connect_opts, *connect_cmd);
 
   try {
     app.parse(argc, argv);
@@ -85,6 +111,14 @@ int run(int argc, char** argv) {
       init_logging_from(s);
       return run_relay(s);
     }
+    if (connect_cmd->parsed()) {
+      const auto& keys = connect::connect_setting_keys();
+      config_file file;
+      if (!connect_file.empty()) file = load_config_file(connect_file, keys, {});
+      layered_settings s(connect_opts.given(), environment_layer(keys), file.settings);
+      init_logging_from(s);
+      return run_connect(s, connect_service, connect_stdio);
+    }
     const auto& keys = agent::agent_setting_keys();
     const auto& service_keys = agent::service_setting_keys();
     if (tcp_cmd->parsed()) {
@@ -95,10 +129,11 @@ int run(int argc, char** argv) {
                            tcp_file + "`, not by `burrow tcp`");
       auto flags = tcp_opts.given();
       settings_layer service{{"local", tcp_local}};
-      for (const char* k : {"remote-port", "name", "proxy-protocol"}) {
+      for (const char* k : {"remote-port", "name", "proxy-protocol", "visitor-token"}) {
         if (auto it = flags.find(k); it != flags.end()) service[k] = it->second;
         flags.erase(k);
       }
+      if (no_e2ee) service["e2ee"] = "false";
       layered_settings s(std::move(flags), environment_layer(keys), file.settings);
       init_logging_from(s);
       return run_agent(s, {service});

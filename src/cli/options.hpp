@@ -38,5 +38,7 @@ void init_logging_from(const layered_settings& s);
 void add_relay_options(option_set& o, CLI::App& app);
 int run_relay(const layered_settings& s);
 int run_agent(const layered_settings& s, std::vector<settings_layer> services);
+void add_connect_options(option_set& o, CLI::App& app);
+int run_connect(const layered_settings& s, std::string service, bool stdio);
 
 }  // namespace burrow::cli

@@ -165,7 +165,9 @@ bool link::dispatch(const proto::frame_header& h, std::span<const std::uint8_t> 
     case frame_type::open:
       return on_open_frame(h.stream_id, payload);
     case frame_type::open_result: {
-      if (auto* s = find()) s->on_open_result(static_cast<stream_status>(payload[0]));
+      if (auto* s = find())
+        s->on_open_result(static_cast<stream_status>(payload[0]),
+                          {reinterpret_cast<const char*>(payload.data()) + 1, payload.size() - 1});
       return true;
     }
     case frame_type::window: {

@@ -25,6 +25,10 @@ stream::stream(std::shared_ptr<link> owner, std::uint32_t id, std::uint32_t wind
       opened_at_(std::chrono::steady_clock::now()),
       last_activity_(opened_at_) {}
 
+asio::any_io_executor stream::executor() const {
+  return link_->executor();
+}
+
 asio::awaitable<void> stream::pump(tcp::socket& socket) {
   using namespace asio::experimental::awaitable_operators;
   boost::system::error_code ec;
@@ -158,6 +162,44 @@ asio::awaitable<std::size_t> stream::write_some(asio::const_buffer buffer,
   }
 }
 
+asio::awaitable<void> stream::read_chunk(std::vector<std::uint8_t>& out, std::size_t max,
+                                         boost::system::error_code& ec) {
+  out.clear();
+  for (;;) {
+    if (reset_) {
+      ec = asio::error::connection_reset;
+      co_return;
+    }
+    if (!inbound_.empty()) {
+      std::size_t n = std::min(max, inbound_.size());
+      out.assign(inbound_.data(), inbound_.data() + n);
+      inbound_.consume(n);
+      consumed(n);
+      touch();
+      co_return;
+    }
+    if (inbound_fin_) {
+      ec = asio::error::eof;
+      co_return;
+    }
+    co_await inbound_event_.wait();
+  }
+}
+
+asio::awaitable<void> stream::write_all(std::span<const std::uint8_t> bytes,
+                                        boost::system::error_code& ec) {
+  while (!bytes.empty()) {
+    auto n = co_await write_some(asio::buffer(bytes.data(), bytes.size()), ec);
+    if (ec) co_return;
+    bytes = bytes.subspan(n);
+  }
+}
+
+asio::awaitable<proto::stream_status> stream::wait_open_result() {
+  while (!open_confirmed_ && !reset_) co_await credit_event_.wait();
+  co_return open_confirmed_ ? proto::stream_status::ok : reset_status_;
+}
+
 void stream::shutdown_send() {
   if (outbound_fin_ || reset_) return;
   outbound_fin_ = true;
@@ -200,11 +242,13 @@ bool stream::on_window(std::uint32_t increment) {
   return true;
 }
 
-void stream::on_open_result(proto::stream_status status) {
+void stream::on_open_result(proto::stream_status status, std::string_view reason) {
   if (status == proto::stream_status::ok) {
     open_confirmed_ = true;
+    credit_event_.notify();
     return;
   }
+  refusal_reason_.assign(reason.substr(0, 200));
   on_reset(status);
 }
 

@@ -10,6 +10,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "link/byte_buffer.hpp"
 #include "link/event.hpp"
@@ -27,9 +29,12 @@ class stream : public std::enable_shared_from_this<stream> {
   stream& operator=(const stream&) = delete;
 
   std::uint32_t id() const { return id_; }
+  boost::asio::any_io_executor executor() const;
   bool is_reset() const { return reset_; }
   proto::stream_status reset_status() const { return reset_status_; }
   bool open_confirmed() const { return open_confirmed_; }
+  // Why the peer refused to open this stream (its open_result text), if it did.
+  const std::string& refusal_reason() const { return refusal_reason_; }
   std::chrono::steady_clock::time_point opened_at() const { return opened_at_; }
   std::chrono::steady_clock::time_point last_activity() const { return last_activity_; }
   std::uint64_t bytes_in() const { return bytes_in_; }
@@ -49,6 +54,15 @@ class stream : public std::enable_shared_from_this<stream> {
                                                 boost::system::error_code& ec);
   boost::asio::awaitable<std::size_t> write_some(boost::asio::const_buffer buffer,
                                                  boost::system::error_code& ec);
+  // Waits for at most `max` bytes and takes all that are queued, up to `max`, into `out`
+  // (replacing its contents): no buffer is held while the stream is idle.
+  boost::asio::awaitable<void> read_chunk(std::vector<std::uint8_t>& out, std::size_t max,
+                                          boost::system::error_code& ec);
+  // Sends all of `bytes`, waiting for credit as needed.
+  boost::asio::awaitable<void> write_all(std::span<const std::uint8_t> bytes,
+                                         boost::system::error_code& ec);
+  // For a stream this side opened: waits until the peer accepts (ok) or refuses it.
+  boost::asio::awaitable<proto::stream_status> wait_open_result();
   void shutdown_send();  // half-close toward the peer
   // Done with a stream used through read_some/write_some: resets it unless both sides
   // half-closed, and lets the link forget it.
@@ -58,7 +72,7 @@ class stream : public std::enable_shared_from_this<stream> {
   bool on_data(std::span<const std::uint8_t> bytes, bool fin);  // false: peer overran credit
   bool on_window(std::uint32_t increment);                      // false: overflow
   void on_reset(proto::stream_status status);
-  void on_open_result(proto::stream_status status);
+  void on_open_result(proto::stream_status status, std::string_view reason = {});
 
  private:
   boost::asio::awaitable<void> upstream();    // socket -> link
@@ -77,7 +91,7 @@ class stream : public std::enable_shared_from_this<stream> {
   receive_window receive_;
   byte_buffer inbound_;  // from the peer, not yet written to the socket
   event inbound_event_;
-  event credit_event_;
+  event credit_event_;  // also wakes wait_open_result
 
   bool inbound_fin_ = false;   // the peer half-closed
   bool outbound_fin_ = false;  // we half-closed toward the peer
@@ -85,6 +99,7 @@ class stream : public std::enable_shared_from_this<stream> {
   bool reset_ = false;
   bool open_confirmed_ = false;
   proto::stream_status reset_status_ = proto::stream_status::ok;
+  std::string refusal_reason_;
   std::chrono::steady_clock::time_point opened_at_;
   std::chrono::steady_clock::time_point last_activity_;
   std::uint64_t bytes_in_ = 0, bytes_out_ = 0;

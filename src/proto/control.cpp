@@ -105,7 +105,10 @@ std::optional<json::object> parse_object(std::string_view text) {
 }
 
 json::object encode_service(const service_spec& s) {
-  return {{"name", s.name}, {"kind", s.kind}, {"remote_port", s.remote_port}};
+  json::object o{{"name", s.name}, {"kind", s.kind}, {"remote_port", s.remote_port}};
+  if (s.e2ee) o["e2ee"] = true;
+  if (!s.visitor_token_sha256.empty()) o["visitor_token_sha256"] = s.visitor_token_sha256;
+  return o;
 }
 
 json::object encode_result(const service_result& r) {
@@ -203,6 +206,8 @@ control_decode decode_control(std::string_view text) {
       sr.str("name", s.name);
       sr.str("kind", s.kind);
       sr.num("remote_port", s.remote_port);
+      sr.boolean("e2ee", s.e2ee);
+      sr.str("visitor_token_sha256", s.visitor_token_sha256);
     });
     if (r.ok) out.message = std::move(reg);
   } else if (type == "registered") {
@@ -236,6 +241,7 @@ std::string encode_open(const open_metadata& m) {
                  {"visitor_port", m.visitor_port},
                  {"relay_address", m.relay_address},
                  {"relay_port", m.relay_port}};
+  if (!m.visitor_token.empty()) o["visitor_token"] = m.visitor_token;
   return json::serialize(o);
 }
 
@@ -249,6 +255,7 @@ std::optional<open_metadata> decode_open(std::string_view text) {
   r.num("visitor_port", m.visitor_port);
   r.str("relay_address", m.relay_address);
   r.num("relay_port", m.relay_port);
+  r.str("visitor_token", m.visitor_token);
   if (!r.ok) return std::nullopt;
   return m;
 }

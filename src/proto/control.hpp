@@ -14,8 +14,8 @@ namespace burrow::proto {
 // First message on a link, from the side that dialled it.
 struct hello {
   std::vector<std::uint32_t> versions;  // protocol versions the dialer speaks
-  std::string role;                     // "agent" (later: "visitor", "relay")
-  std::string token;                    // never logged
+  std::string role;                     // "agent" or "visitor" (`burrow connect`)
+  std::string token;                    // the agent token; empty for visitors; never logged
   std::string session;                  // random id of the agent process, the same on every link
   std::uint32_t link_index = 0;
   std::string software;  // "burrow/0.1.0", for logs
@@ -35,6 +35,11 @@ struct service_spec {
   std::string name;
   std::string kind = "tcp";
   std::uint16_t remote_port = 0;  // 0 = any free port from the relay's range
+  // End to end: no public port; visitors reach the service by name through `burrow connect`,
+  // and TLS runs between them and the agent inside the stream.
+  bool e2ee = false;
+  // Hex SHA-256 of the visitor token the relay asks of visitors; empty: no token needed.
+  std::string visitor_token_sha256 = {};
 };
 
 struct register_services {
@@ -79,6 +84,9 @@ struct open_metadata {
   std::uint16_t visitor_port = 0;
   std::string relay_address;  // the public address the visitor reached
   std::uint16_t relay_port = 0;
+  // From `burrow connect` to the relay only: the visitor token, checked by the relay and never
+  // passed on to the agent or logged.
+  std::string visitor_token = {};
 };
 
 std::string encode_open(const open_metadata& m);

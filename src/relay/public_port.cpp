@@ -10,22 +10,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/acceptor.hpp"
 #include "core/spawn.hpp"
 
 namespace burrow::relay {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-
-std::unique_ptr<tcp::acceptor> make_acceptor(asio::any_io_executor ex, const tcp::endpoint& ep) {
-  auto a = std::make_unique<tcp::acceptor>(ex);
-  a->open(ep.protocol());
-  a->set_option(tcp::acceptor::reuse_address(true));
-  if (ep.address().is_v6()) a->set_option(asio::ip::v6_only(true));
-  a->bind(ep);
-  a->listen(asio::socket_base::max_listen_connections);
-  return a;
-}
 
 public_port::public_port(asio::any_io_executor ex, const std::vector<std::string>& addresses,
                          std::uint16_t port, visitor_handler on_visitor)

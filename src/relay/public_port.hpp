@@ -31,8 +31,4 @@ class public_port : public std::enable_shared_from_this<public_port> {
   visitor_handler on_visitor_;
 };
 
-// Binds an acceptor with the options every Burrow listener uses; throws system_error.
-std::unique_ptr<boost::asio::ip::tcp::acceptor> make_acceptor(
-    boost::asio::any_io_executor ex, const boost::asio::ip::tcp::endpoint& ep);
-
 }  // namespace burrow::relay

@@ -10,7 +10,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <thread>
 
+#include "core/acceptor.hpp"
 #include "core/deadline.hpp"
+#include "core/run_on.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
 #include "link/drain.hpp"
@@ -18,6 +20,7 @@
 #include "link/link.hpp"
 #include "link/stream.hpp"
 #include "relay/public_port.hpp"
+#include "relay/stream_bridge.hpp"
 #include "tls/contexts.hpp"
 
 namespace burrow::relay {
@@ -72,7 +75,8 @@ relay::relay(relay_config config, relay_state state)
       state_(std::move(state)),
       workers_(config_.workers ? config_.workers
                                : std::max(1u, std::thread::hardware_concurrency())),
-      tls_(tls::make_server_context(state_.server, {"burrow/1"})) {
+      tls_(tls::make_server_context(state_.server, {"burrow/1"})),
+      names_(config_.grace) {
   token_id_ = hex(sha256(state_.agent_token)).substr(0, 12);
 
   advertise_ = config_.advertise;
@@ -150,11 +154,11 @@ asio::awaitable<void> relay::accept_agents(tcp::acceptor& acceptor) {
       continue;
     }
     auto ex = socket.get_executor();
-    spawn_logged(ex, agent_session(std::move(socket)), "agent session");
+    spawn_logged(ex, link_session(std::move(socket)), "link session");
   }
 }
 
-asio::awaitable<void> relay::agent_session(tcp::socket socket) {
+asio::awaitable<void> relay::link_session(tcp::socket socket) {
   boost::system::error_code ec;
   auto peer = socket.remote_endpoint(ec);
   std::string who = ec ? "unknown" : endpoint_text(peer);
@@ -163,22 +167,22 @@ asio::awaitable<void> relay::agent_session(tcp::socket socket) {
 
   auto handshake = co_await with_deadline(tls_accept(tls), config_.handshake_timeout);
   if (!handshake || *handshake) {
-    spdlog::info("agent connection from {}: TLS handshake {}", who,
+    spdlog::info("connection from {}: TLS handshake {}", who,
                  handshake ? "failed: " + handshake->message() : "timed out");
     co_return;
   }
   if (link::negotiated_protocol(tls) != "burrow/1") {
-    spdlog::info("agent connection from {}: client did not offer ALPN burrow/1", who);
+    spdlog::info("connection from {}: client did not offer ALPN burrow/1", who);
     co_return;
   }
   auto first = co_await with_deadline(link::read_control_frame(tls), config_.handshake_timeout);
   if (!first) {
-    spdlog::info("agent connection from {}: no hello within {}ms", who,
+    spdlog::info("connection from {}: no hello within {}ms", who,
                  config_.handshake_timeout.count());
     co_return;
   }
   if (!first->message) {
-    spdlog::info("agent connection from {}: bad hello: {}", who, first->error);
+    spdlog::info("connection from {}: bad hello: {}", who, first->error);
     co_return;
   }
   auto* hello = std::get_if<proto::hello>(&*first->message);
@@ -193,11 +197,14 @@ asio::awaitable<void> relay::agent_session(tcp::socket socket) {
         "this relay speaks link protocol version " + std::to_string(proto::protocol_version));
     co_return;
   }
-  if (hello->role != "agent") {
-    co_await refuse_agent(tls, who, "unsupported_role", "this relay accepts agents on this port");
+  const bool visitor = hello->role == "visitor";
+  if (!visitor && hello->role != "agent") {
+    co_await refuse_agent(tls, who, "unsupported_role",
+                          "this port accepts agents and visitors (burrow connect)");
     co_return;
   }
-  if (!constant_time_equal(hello->token, state_.agent_token)) {
+  // Visitors need no agent token: a service that wants one asks for a visitor token per stream.
+  if (!visitor && !constant_time_equal(hello->token, state_.agent_token)) {
     co_await refuse_agent(tls, who, "bad_token", "the relay did not accept this token");
     co_return;
   }
@@ -221,26 +228,54 @@ asio::awaitable<void> relay::agent_session(tcp::socket socket) {
   auto send_welcome = link::write_control_frame(tls, w);
   if (auto sent = co_await with_deadline(std::move(send_welcome), config_.handshake_timeout);
       !sent || *sent) {
-    spdlog::info("agent connection from {}: could not send welcome", who);
+    spdlog::info("connection from {}: could not send welcome", who);
     co_return;
   }
 
-  owner_id owner{token_id_, hello->session};
-  std::string name = who + " session " + hello->session.substr(0, 8) + " link " +
-                     std::to_string(hello->link_index);
+  std::string name = (visitor ? "visitor " : "agent ") + who + " session " +
+                     hello->session.substr(0, 8) + " link " + std::to_string(hello->link_index);
   auto l = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, lim, name);
   {
     std::lock_guard lock(links_mutex_);
     links_.push_back(l);
   }
-  spdlog::info("agent {} connected ({}, token {})", name, hello->software, token_id_);
-
   link::link* raw = l.get();
   link::link::handlers h;
+  if (visitor) {
+    spdlog::info("{} connected ({})", name, hello->software);
+    h.on_control = [name](proto::control_message) {
+      spdlog::warn("{}: control message from a visitor ignored", name);
+    };
+    h.on_open = [this, raw, peer](std::shared_ptr<link::stream> s, proto::open_metadata meta) {
+      auto visitor = peer.address();
+      if (visitor.is_v6() && visitor.to_v6().is_v4_mapped())
+        visitor = asio::ip::make_address_v4(asio::ip::v4_mapped, visitor.to_v6());
+      meta.visitor_address = visitor.to_string();
+      meta.visitor_port = peer.port();
+      meta.relay_address.clear();
+      meta.relay_port = 0;
+      spawn_logged(raw->executor(),
+                   visitor_stream(raw->shared_from_this(), std::move(s), std::move(meta)),
+                   "visitor stream");
+    };
+  } else {
+    spdlog::info("{} connected ({}, token {})", name, hello->software, token_id_);
+    serve_agent(h, raw, owner_id{token_id_, hello->session}, name);
+  }
+  std::string reason = co_await l->run(std::move(h));
+  if (!visitor) {
+    registry_->detach(raw);
+    names_.detach(raw);
+  }
+  spdlog::info("{} disconnected: {}", name, reason);
+}
+
+void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner,
+                        const std::string& name) {
   h.on_control = [this, raw, owner, name](proto::control_message m) {
     auto* reg = std::get_if<proto::register_services>(&m);
     if (!reg) {
-      spdlog::warn("agent {}: unexpected control message ignored", name);
+      spdlog::warn("{}: unexpected control message ignored", name);
       return;
     }
     if (reg->services.size() > max_services_per_register) {
@@ -260,13 +295,19 @@ asio::awaitable<void> relay::agent_session(tcp::socket socket) {
         r = {spec.name,          false,
              spec.remote_port,   "",
              "unsupported_kind", "this relay offers tcp services"};
+      } else if (!spec.visitor_token_sha256.empty() && spec.visitor_token_sha256.size() != 64) {
+        r = {spec.name, false, 0, "", "bad_visitor_token", "visitor_token_sha256 is 64 hex digits"};
+      } else if (spec.e2ee) {
+        r = names_.claim(owner, spec, self);
       } else {
         r = registry_->claim(owner, spec, self);
       }
-      if (r.ok)
-        spdlog::info("agent {}: service {} is public on port {}", name, spec.name, r.remote_port);
+      if (r.ok && spec.e2ee)
+        spdlog::info("{}: service {} is reachable end to end by name", name, spec.name);
+      else if (r.ok)
+        spdlog::info("{}: service {} is public on port {}", name, spec.name, r.remote_port);
       else
-        spdlog::warn("agent {}: service {} refused: {}", name, spec.name, r.message);
+        spdlog::warn("{}: service {} refused: {}", name, spec.name, r.message);
       out.services.push_back(std::move(r));
     }
     raw->send_control(out);
@@ -274,9 +315,92 @@ asio::awaitable<void> relay::agent_session(tcp::socket socket) {
   h.on_open = [raw](std::shared_ptr<link::stream> s, proto::open_metadata) {
     raw->refuse(*s, proto::stream_status::forbidden, "agents cannot open streams on this relay");
   };
-  std::string reason = co_await l->run(std::move(h));
-  registry_->detach(raw);
-  spdlog::info("agent {} disconnected: {}", name, reason);
+}
+
+namespace {
+
+struct agent_open {
+  std::shared_ptr<link::stream> stream;
+  proto::stream_status status = proto::stream_status::ok;
+  std::string reason;
+};
+
+// On the agent link's thread: opens the stream and waits for the agent's answer.
+asio::awaitable<agent_open> open_on_agent(std::shared_ptr<link::link> l, proto::open_metadata meta,
+                                          std::chrono::milliseconds limit) {
+  agent_open out;
+  auto s = l->open_stream(meta);
+  if (!s) {
+    out.status = proto::stream_status::overloaded;
+    out.reason = "the agent's link is full or closing";
+    co_return out;
+  }
+  auto waiting = s->wait_open_result();
+  auto status = co_await with_deadline(std::move(waiting), limit);
+  if (!status) {
+    s->reset(proto::stream_status::unreachable);
+    l->stream_finished(s->id());
+    out.status = proto::stream_status::unreachable;
+    out.reason = "the agent did not answer in time";
+    co_return out;
+  }
+  if (*status != proto::stream_status::ok) {
+    out.status = *status;
+    out.reason = s->refusal_reason();
+    l->stream_finished(s->id());
+    co_return out;
+  }
+  out.stream = std::move(s);
+  co_return out;
+}
+
+asio::awaitable<void> reset_and_finish(std::shared_ptr<link::stream> s) {
+  s->reset(proto::stream_status::cancelled);
+  s->finish();
+  co_return;
+}
+
+}  // namespace
+
+asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
+                                            std::shared_ptr<link::stream> s,
+                                            proto::open_metadata meta) {
+  ++active_streams_;
+  struct done {
+    std::atomic<std::size_t>& n;
+    ~done() { --n; }
+  } guard{active_streams_};
+  std::string token = std::move(meta.visitor_token);
+  meta.visitor_token.clear();  // the agent never sees it
+  agent_open opened;
+  for (int attempt = 0; attempt < 3 && !opened.stream; ++attempt) {
+    auto route = names_.pick(meta.service, token, l->executor());
+    if (!route.link) {
+      opened.status = route.status;
+      opened.reason = std::move(route.reason);
+      break;
+    }
+    auto opening =
+        run_on(route.link->executor(), open_on_agent(route.link, meta, config_.handshake_timeout));
+    opened = co_await std::move(opening);
+    // Only a full or closing link is worth another try; the agent's own answers are final.
+    if (opened.status != proto::stream_status::overloaded) break;
+  }
+  if (!opened.stream) {
+    if (!s->is_reset()) l->refuse(*s, opened.status, opened.reason);
+    l->stream_finished(s->id());
+    co_return;
+  }
+  if (s->is_reset() || stopping_) {  // the visitor left while the agent was answering
+    auto ex = opened.stream->executor();
+    auto dropping = run_on(ex, reset_and_finish(opened.stream));
+    co_await std::move(dropping);
+    l->stream_finished(s->id());
+    co_return;
+  }
+  l->accept(*s);
+  auto bridging = bridge_streams(s, opened.stream);
+  co_await std::move(bridging);
 }
 
 void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt) {
@@ -286,27 +410,14 @@ void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt) {
     socket.set_option(asio::socket_base::linger(true, 0), ec);
     return;  // closing with an RST refuses the visitor at once
   }
-  auto ex = route.link->executor();
-  if (socket.get_executor() == ex) {
-    spawn_logged(ex,
-                 visitor_session(std::move(route.link), std::move(socket), port,
-                                 std::move(route.service), attempt),
-                 "visitor");
-    return;
-  }
-  // Move the connection to the thread of the link that will carry it.
-  auto protocol = socket.local_endpoint(ec).protocol();
-  if (ec) return;
-  int fd = socket.release(ec);
-  if (ec) return;
-  asio::post(ex, [this, l = std::move(route.link), fd, protocol, port, attempt,
-                  service = std::move(route.service)]() mutable {
-    tcp::socket moved(l->executor(), protocol, fd);
-    auto ex = l->executor();
-    spawn_logged(ex,
-                 visitor_session(std::move(l), std::move(moved), port, std::move(service), attempt),
-                 "visitor");
-  });
+  auto l = std::move(route.link);
+  auto ex = l->executor();
+  move_socket(std::move(socket), ex,
+              [this, l, port, attempt, service = std::move(route.service)](tcp::socket moved) {
+                spawn_logged(l->executor(),
+                             visitor_session(l, std::move(moved), port, service, attempt),
+                             "visitor");
+              });
 }
 
 asio::awaitable<void> relay::visitor_session(std::shared_ptr<link::link> l, tcp::socket socket,
@@ -348,6 +459,7 @@ asio::awaitable<void> relay::housekeeping() {
     timer.expires_after(std::chrono::seconds(1));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     registry_->expire(std::chrono::steady_clock::now());
+    names_.expire(std::chrono::steady_clock::now());
     std::lock_guard lock(links_mutex_);
     std::erase_if(links_, [](auto& w) { return w.expired(); });
   }

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "core/workers.hpp"
+#include "link/link.hpp"
+#include "relay/name_registry.hpp"
 #include "relay/port_registry.hpp"
 #include "relay/relay_config.hpp"
 #include "relay/state_dir.hpp"
@@ -34,7 +36,14 @@ class relay {
 
  private:
   boost::asio::awaitable<void> accept_agents(boost::asio::ip::tcp::acceptor& acceptor);
-  boost::asio::awaitable<void> agent_session(boost::asio::ip::tcp::socket socket);
+  // A link from an agent, or from a visitor's `burrow connect`: the hello says which.
+  boost::asio::awaitable<void> link_session(boost::asio::ip::tcp::socket socket);
+  void serve_agent(link::link::handlers& h, link::link* link, owner_id owner,
+                   const std::string& name);
+  // A stream a visitor opened to an end-to-end service: bridged to a stream on an agent link.
+  boost::asio::awaitable<void> visitor_stream(std::shared_ptr<link::link> link,
+                                              std::shared_ptr<link::stream> stream,
+                                              proto::open_metadata meta);
   boost::asio::awaitable<void> visitor_session(std::shared_ptr<link::link> link,
                                                boost::asio::ip::tcp::socket socket,
                                                std::uint16_t port, std::string service,
@@ -51,6 +60,7 @@ class relay {
   boost::asio::ssl::context tls_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> agent_acceptors_;
   std::unique_ptr<port_registry> registry_;
+  name_registry names_;
 
   std::mutex links_mutex_;
   std::vector<std::weak_ptr<link::link>> links_;

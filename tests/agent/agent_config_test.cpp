@@ -9,19 +9,40 @@ namespace {
 const std::string pin = "sha256:" + std::string(64, 'a');
 
 TEST(AgentConfig, ServiceFromSettings) {
-  auto s =
-      make_service({{"local", "5432"}, {"remote-port", "15432"}, {"proxy-protocol", "v2"}}, "x");
+  auto s = make_service(
+      {{"local", "5432"}, {"remote-port", "15432"}, {"proxy-protocol", "v2"}, {"e2ee", "false"}},
+      "x");
   EXPECT_EQ(s.local_host, "127.0.0.1");
   EXPECT_EQ(s.local_port, 5432);
   EXPECT_EQ(s.remote_port, 15432);
   EXPECT_EQ(s.proxy, proto::proxy_version::v2);
   EXPECT_EQ(s.name, "tcp-5432");
+  EXPECT_FALSE(s.e2ee);
+  EXPECT_FALSE(s.name_given);
   auto h = make_service({{"local", "[::1]:22"}, {"name", "ssh"}}, "x");
   EXPECT_EQ(h.local_host, "::1");
   EXPECT_EQ(h.name, "ssh");
+  EXPECT_TRUE(h.name_given);
+  EXPECT_TRUE(h.e2ee);  // end to end unless asked otherwise
   EXPECT_THROW(make_service({{"local", "nope"}}, "x"), config_error);
   EXPECT_THROW(make_service({{"local", "80"}, {"proxy-protocol", "v3"}}, "x"), config_error);
   EXPECT_THROW(make_service({}, "x"), config_error);
+}
+
+TEST(AgentConfig, EndToEndServicesHaveNoPublicPortAndMayAskForAVisitorToken) {
+  auto s = make_service({{"local", "22"}, {"visitor-token", "long-enough"}}, "x");
+  EXPECT_TRUE(s.e2ee);
+  EXPECT_EQ(s.visitor_token, "long-enough");
+  // A public port cannot be had end to end, and a token cannot protect a public port.
+  EXPECT_THROW(make_service({{"local", "22"}, {"remote-port", "2222"}}, "x"), config_error);
+  EXPECT_THROW(
+      make_service({{"local", "22"}, {"e2ee", "false"}, {"visitor-token", "long-enough"}}, "x"),
+      config_error);
+  EXPECT_THROW(make_service({{"local", "22"}, {"visitor-token", "short"}}, "x"), config_error);
+  EXPECT_THROW(make_service({{"local", "22"}, {"e2ee", "maybe"}}, "x"), config_error);
+  auto settings =
+      layered_settings({{"relay", "r:1"}, {"token", "t"}, {"e2ee-cert", "c.pem"}}, {}, {});
+  EXPECT_THROW(make_agent_config(settings, {s}), config_error);  // --e2ee-key missing
 }
 
 TEST(AgentConfig, PrecedenceReachesTheConfig) {

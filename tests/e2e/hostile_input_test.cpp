@@ -121,7 +121,7 @@ TEST_F(hostile_test, GarbageFramesOversizedFramesAndForbiddenStreams) {
   {  // An agent may not open streams on the relay: the open is refused, the link lives on.
     rogue_agent rogue(relay.agent_port, relay.token);
     ASSERT_TRUE(rogue.welcomed());
-    proto::open_metadata meta{"anything", "1.2.3.4", 1, "127.0.0.1", 2};
+    proto::open_metadata meta{"anything", "1.2.3.4", 1, "127.0.0.1", 2, ""};
     rogue.send(frame(proto::frame_type::open, 0, 1, proto::encode_open(meta)));
     rogue.send(frame(proto::frame_type::data, 0, 1, "data for a refused stream"));
     rogue.send(frame(proto::frame_type::data, 0, 99, "data for a stream never opened"));

@@ -46,11 +46,11 @@ TEST_F(tunnel_test, IPv6ListenersAndTarget) {
   ASSERT_TRUE(fp);
   auto token = relay.proc->wait_for_line(std::regex(R"(--token (brw_\S+))"), 5s);
   ASSERT_TRUE(token);
-  auto agent =
-      child_process::start("agent",
-                           {BURROW_BINARY, "tcp", "[::1]:" + std::to_string(echo.port()), "--relay",
-                            "[::1]:" + port->groups[1], "--relay-pin", fp->groups[1]},
-                           {{"BURROW_TOKEN", token->groups[1]}});
+  auto agent = child_process::start(
+      "agent",
+      {BURROW_BINARY, "tcp", "[::1]:" + std::to_string(echo.port()), "--no-e2ee", "--relay",
+       "[::1]:" + port->groups[1], "--relay-pin", fp->groups[1]},
+      {{"BURROW_TOKEN", token->groups[1]}});
   auto pub = agent->wait_for_line(std::regex(R"(public at \[::1\]:(\d+))"), 10s);
   ASSERT_TRUE(pub) << agent->output();
   int fd = connect_tcp(static_cast<std::uint16_t>(std::stoi(pub->groups[1])), 5s, "::1");

@@ -131,18 +131,18 @@ TEST_F(tunnel_test, RelayVerifiedByItsCaInsteadOfAPin) {
   tcp_server echo(server_mode::echo);
   auto relay = start_relay();
   auto agent = child_process::start("agent",
-                                    {BURROW_BINARY, "tcp", std::to_string(echo.port()), "--relay",
-                                     "127.0.0.1:" + std::to_string(relay.agent_port), "--relay-ca",
-                                     (state_dir_ / "ca.pem").string()},
+                                    {BURROW_BINARY, "tcp", std::to_string(echo.port()), "--no-e2ee",
+                                     "--relay", "127.0.0.1:" + std::to_string(relay.agent_port),
+                                     "--relay-ca", (state_dir_ / "ca.pem").string()},
                                     {{"BURROW_TOKEN", relay.token}});
   auto pub = agent->wait_for_line(std::regex(R"(public at 127\.0\.0\.1:(\d+))"), 10s);
   ASSERT_TRUE(pub) << agent->output();
   EXPECT_EQ(exchange(static_cast<std::uint16_t>(std::stoi(pub->groups[1])), "ca"), "ca");
   // The system's CAs do not know this relay: without a pin or --relay-ca the agent stops.
-  auto untrusting = child_process::start(
-      "agent",
-      {BURROW_BINARY, "tcp", "1", "--relay", "127.0.0.1:" + std::to_string(relay.agent_port)},
-      {{"BURROW_TOKEN", relay.token}});
+  auto untrusting = child_process::start("agent",
+                                         {BURROW_BINARY, "tcp", "1", "--no-e2ee", "--relay",
+                                          "127.0.0.1:" + std::to_string(relay.agent_port)},
+                                         {{"BURROW_TOKEN", relay.token}});
   EXPECT_EQ(untrusting->wait_exit(10s), 3);
   EXPECT_NE(untrusting->output().find("cannot verify the relay's certificate"), std::string::npos)
       << untrusting->output();

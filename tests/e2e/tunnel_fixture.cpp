@@ -81,6 +81,13 @@ relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint
 std::unique_ptr<child_process> tunnel_test::spawn_agent(const relay_process& relay,
                                                         std::string target,
                                                         std::vector<std::string> extra) {
+  extra.insert(extra.begin(), "--no-e2ee");
+  return spawn_e2ee_agent(relay, std::move(target), std::move(extra));
+}
+
+std::unique_ptr<child_process> tunnel_test::spawn_e2ee_agent(const relay_process& relay,
+                                                             std::string target,
+                                                             std::vector<std::string> extra) {
   std::vector<std::string> argv{BURROW_BINARY,
                                 "tcp",
                                 std::move(target),
@@ -89,9 +96,56 @@ std::unique_ptr<child_process> tunnel_test::spawn_agent(const relay_process& rel
                                 "--relay-pin",
                                 relay.fingerprint,
                                 "--backoff-max",
-                                "500ms"};
+                                "500ms",
+                                "--state-dir",
+                                (dir_ / "agent").string()};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return child_process::start("agent", argv, {{"BURROW_TOKEN", relay.token}});
+}
+
+e2ee_agent_process tunnel_test::start_e2ee_agent(const relay_process& relay, std::uint16_t target,
+                                                 std::vector<std::string> extra) {
+  e2ee_agent_process a;
+  a.proc = spawn_e2ee_agent(relay, std::to_string(target), std::move(extra));
+  auto m = a.proc->wait_for_line(
+      std::regex(R"(reachable end to end as (\S+) \(certificate (sha256:[0-9a-f]{64})\))"), 10s);
+  EXPECT_TRUE(m) << a.proc->output();
+  if (!m) return a;
+  a.service = m->groups[1];
+  a.pin = m->groups[2];
+  return a;
+}
+
+std::unique_ptr<child_process> tunnel_test::spawn_connect(const relay_process& relay,
+                                                          const std::string& service,
+                                                          const std::string& pin,
+                                                          std::vector<std::string> extra,
+                                                          std::map<std::string, std::string> env) {
+  std::vector<std::string> argv{BURROW_BINARY,
+                                "connect",
+                                service,
+                                "--relay",
+                                "127.0.0.1:" + std::to_string(relay.agent_port),
+                                "--relay-pin",
+                                relay.fingerprint,
+                                "--pin",
+                                pin,
+                                "--backoff-max",
+                                "500ms"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return child_process::start("connect", argv, std::move(env));
+}
+
+connect_process tunnel_test::start_connect(const relay_process& relay,
+                                           const e2ee_agent_process& agent,
+                                           std::vector<std::string> extra) {
+  connect_process c;
+  extra.insert(extra.begin(), {"--listen", "127.0.0.1:0"});
+  c.proc = spawn_connect(relay, agent.service, agent.pin, std::move(extra));
+  auto m = c.proc->wait_for_line(std::regex(R"(listening on 127\.0\.0\.1:(\d+) for )"), 10s);
+  EXPECT_TRUE(m) << c.proc->output();
+  if (m) c.port = static_cast<std::uint16_t>(std::stoi(m->groups[1]));
+  return c;
 }
 
 agent_process tunnel_test::start_agent(const relay_process& relay, std::uint16_t target,

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,17 @@ struct agent_process {
   std::uint16_t public_port = 0;
 };
 
+struct e2ee_agent_process {
+  std::unique_ptr<child_process> proc;
+  std::string service;  // the name visitors ask the relay for
+  std::string pin;      // the agent's end-to-end certificate fingerprint
+};
+
+struct connect_process {
+  std::unique_ptr<child_process> proc;
+  std::uint16_t port = 0;  // where `burrow connect` listens
+};
+
 class tunnel_test : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -41,6 +53,19 @@ class tunnel_test : public ::testing::Test {
   // Starts an agent that is expected to fail or not to print a public address.
   std::unique_ptr<child_process> spawn_agent(const relay_process& relay, std::string target,
                                              std::vector<std::string> extra);
+  // End to end (the default mode): the agent keeps its key in dir_/agent.
+  std::unique_ptr<child_process> spawn_e2ee_agent(const relay_process& relay, std::string target,
+                                                  std::vector<std::string> extra);
+  e2ee_agent_process start_e2ee_agent(const relay_process& relay, std::uint16_t target,
+                                      std::vector<std::string> extra = {});
+  // `burrow connect SERVICE --pin PIN` against `relay`, with `extra` flags.
+  std::unique_ptr<child_process> spawn_connect(const relay_process& relay,
+                                               const std::string& service, const std::string& pin,
+                                               std::vector<std::string> extra,
+                                               std::map<std::string, std::string> env = {});
+  // `burrow connect` listening on a kernel-chosen loopback port.
+  connect_process start_connect(const relay_process& relay, const e2ee_agent_process& agent,
+                                std::vector<std::string> extra = {});
 
   // One request through `port`: writes `data`, half-closes, reads until EOF.
   std::optional<std::string> exchange(std::uint16_t port, std::string_view data,

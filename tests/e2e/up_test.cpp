@@ -17,8 +17,9 @@ TEST_F(tunnel_test, UpExposesEveryServiceOfTheConfigFile) {
     out << "relay = \"127.0.0.1:1\"\n"
         << "relay_pin = \"" << relay.fingerprint << "\"\n"
         << "links = 3\n\n"
-        << "[[service]]\nname = \"one\"\nlocal = " << one.port() << "\n\n"
+        << "[[service]]\nname = \"one\"\nlocal = " << one.port() << "\ne2ee = false\n\n"
         << "[[service]]\nname = \"two\"\nlocal = \"127.0.0.1:" << two.port() << "\"\n"
+        << "e2ee = false\n"
         << "proxy_protocol = \"v1\"\n";
   }
   auto agent =

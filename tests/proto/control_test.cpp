@@ -39,6 +39,17 @@ TEST(Control, RegisterAndRegisteredRoundTrip) {
   EXPECT_EQ(back.services[1].code, "port_in_use");
 }
 
+TEST(Control, EndToEndServiceRoundTrip) {
+  service_spec e2ee{"ssh", "tcp", 0, true, std::string(64, 'a')};
+  auto out = round_trip(register_services{{e2ee, {"web", "tcp", 0}}});
+  ASSERT_EQ(out.services.size(), 2u);
+  EXPECT_TRUE(out.services[0].e2ee);
+  EXPECT_EQ(out.services[0].visitor_token_sha256, std::string(64, 'a'));
+  EXPECT_FALSE(out.services[1].e2ee);
+  EXPECT_TRUE(out.services[1].visitor_token_sha256.empty());
+  EXPECT_FALSE(decode_control("{\"type\":\"register\",\"services\":[{\"e2ee\":\"yes\"}]}").message);
+}
+
 TEST(Control, WelcomeAndErrorRoundTrip) {
   auto w = round_trip(welcome{1, 65536, 262144, 65536, 10000});
   EXPECT_EQ(w.initial_window, 262144u);
@@ -69,13 +80,21 @@ TEST(Control, ErrorsNeverEchoTheToken) {
 }
 
 TEST(Control, OpenMetadataRoundTrip) {
-  open_metadata m{"db", "2001:db8::1", 40000, "127.0.0.1", 5432};
+  open_metadata m{"db", "2001:db8::1", 40000, "127.0.0.1", 5432, ""};
   auto out = decode_open(encode_open(m));
   ASSERT_TRUE(out);
   EXPECT_EQ(out->visitor_address, "2001:db8::1");
   EXPECT_EQ(out->visitor_port, 40000);
   EXPECT_EQ(out->relay_port, 5432);
   EXPECT_FALSE(decode_open("{\"visitor_port\":\"x\"}"));
+  EXPECT_TRUE(out->visitor_token.empty());
+
+  m.visitor_token = "vt_secret";
+  auto with_token = decode_open(encode_open(m));
+  ASSERT_TRUE(with_token);
+  EXPECT_EQ(with_token->visitor_token, "vt_secret");
+  m.visitor_token.clear();
+  EXPECT_EQ(encode_open(m).find("visitor_token"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+// `burrow connect`: builds the visitor's configuration and runs it.
+#include <spdlog/spdlog.h>
+
+#include "cli/options.hpp"
+#include "connect/connector.hpp"
+
+namespace burrow::cli {
+
+void add_connect_options(option_set& o, CLI::App& app) {
+  o.add(app, "relay", "the relay's address, HOST:PORT, as the agent printed it");
+  o.add(app, "relay-pin", "SHA-256 fingerprint of the relay's certificate (sha256:...)");
+  o.add(app, "relay-ca", "PEM file of CAs to verify the relay with, when there is no pin");
+  o.add(app, "pin", "SHA-256 fingerprint of the agent's end-to-end certificate (required)");
+  o.add(app, "visitor-token",
+        "the token the service asks of visitors, if any (better: BURROW_VISITOR_TOKEN)");
+  o.add(app, "listen", "accept local connections on HOST:PORT (or PORT; 0 picks one)");
+  o.add(app, "links", "links kept open to the relay (default 2)");
+  o.add(app, "max-links", "most links to open when the others are full (default 8)");
+  o.add(app, "backoff-max", "longest wait between reconnect attempts (default 5s)");
+  o.add(app, "connect-timeout",
+        "deadline for the relay, the stream and the agent's handshake (default 10s)");
+  o.add(app, "resume", "resume TLS sessions with the agent: true (default) or false");
+  o.add(app, "log-format", "text (default) or json, one object per line");
+  o.add(app, "log-level", "trace, debug, info (default), warn, error or off");
+}
+
+int run_connect(const layered_settings& s, std::string service, bool stdio) {
+  auto config = connect::make_connect_config(s, std::move(service));
+  config.stdio = stdio;
+  if (stdio && !config.listen.empty())
+    throw config_error("--stdio and --listen exclude each other: pick one");
+  if (!stdio && config.listen.empty())
+    throw config_error(
+        "say where visitors' programs connect: --listen 127.0.0.1:PORT, or --stdio for one "
+        "connection on standard input and output (ssh -o ProxyCommand)");
+  if (config.relay_pin.empty() && config.relay_ca.empty())
+    spdlog::warn("no --relay-pin: the relay's certificate is checked against the system's CAs");
+  connect::connector c(std::move(config));
+  c.bind();
+  return c.run();
+}
+
+}  // namespace burrow::cli

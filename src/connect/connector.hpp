@@ -1,0 +1,88 @@
+// `burrow connect`: the visitor's end of an end-to-end tunnel. It keeps a small pool of links to
+// the relay, turns each local connection (from its listener, or its standard input and output)
+// into a stream to the named service, and runs TLS with the agent inside that stream, verified
+// against the agent's pinned certificate. The relay carries only ciphertext.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "connect/connect_config.hpp"
+#include "core/log.hpp"
+#include "core/workers.hpp"
+#include "e2ee/contexts.hpp"
+#include "link/dial.hpp"
+#include "link/link.hpp"
+
+namespace burrow::e2ee {
+class secure_stream;
+}
+
+namespace burrow::connect {
+
+enum exit_code : int {
+  exit_ok = 0,
+  exit_failed = 1,    // bad settings, the relay refused, or the connection failed
+  exit_identity = 3,  // the relay or the agent is not the one pinned
+};
+
+class connector {
+ public:
+  explicit connector(connect_config config);
+  ~connector();
+
+  // Binds the local listener (listen mode); throws std::runtime_error with a clear message.
+  void bind();
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+  // Listen mode: serves until SIGINT/SIGTERM. Stdio mode: until the one connection ends.
+  // Returns the exit code.
+  int run();
+
+ private:
+  boost::asio::awaitable<void> link_slot(unsigned index);
+  boost::asio::awaitable<void> accept_loop();
+  boost::asio::awaitable<void> stdio_session();
+  boost::asio::awaitable<bool> stdio_splice(std::unique_ptr<e2ee::secure_stream> tls);
+  // A connected link, waiting up to the connect timeout while none is up.
+  boost::asio::awaitable<std::shared_ptr<link::link>> wait_for_link();
+  std::shared_ptr<link::link> pick();
+  void grow();
+  boost::asio::awaitable<void> dispatch(boost::asio::ip::tcp::socket socket, int attempt);
+  boost::asio::awaitable<void> session(std::shared_ptr<link::link> link,
+                                       boost::asio::ip::tcp::socket socket, int attempt);
+  // Opens the stream and runs the TLS handshake with the agent; null on failure (logged).
+  // `full` is set when the link could not take another stream.
+  boost::asio::awaitable<std::unique_ptr<e2ee::secure_stream>> open_secure(
+      std::shared_ptr<link::link> link, bool& full);
+  void fatal(int code, const std::string& message);
+  void finish(int code);
+
+  connect_config config_;
+  std::string session_;
+  link::dial_options dial_;
+  workers workers_;
+  boost::asio::ssl::context link_tls_;
+  boost::asio::ssl::context e2ee_tls_;
+  e2ee::session_cache sessions_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+
+  std::mutex mutex_;                                // guards links_, slots_ and the log limiters
+  std::vector<std::shared_ptr<link::link>> links_;  // connected and usable
+  unsigned slots_ = 0;
+  std::size_t next_ = 0;
+  log_limiter refused_log_{std::chrono::seconds(10)};
+  log_limiter handshake_log_{std::chrono::seconds(10)};
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> exit_code_{exit_ok};
+};
+
+}  // namespace burrow::connect

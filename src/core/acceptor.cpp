@@ -1,0 +1,38 @@
+// Listeners and socket hand-off between io_contexts.
+#include "core/acceptor.hpp"
+
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+
+namespace burrow {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+std::unique_ptr<tcp::acceptor> make_acceptor(asio::any_io_executor ex, const tcp::endpoint& ep) {
+  auto a = std::make_unique<tcp::acceptor>(ex);
+  a->open(ep.protocol());
+  a->set_option(tcp::acceptor::reuse_address(true));
+  if (ep.address().is_v6()) a->set_option(asio::ip::v6_only(true));
+  a->bind(ep);
+  a->listen(asio::socket_base::max_listen_connections);
+  return a;
+}
+
+void move_socket(tcp::socket socket, asio::any_io_executor ex,
+                 std::function<void(tcp::socket)> then) {
+  if (socket.get_executor() == ex) {
+    then(std::move(socket));
+    return;
+  }
+  boost::system::error_code ec;
+  auto protocol = socket.local_endpoint(ec).protocol();
+  if (ec) return;
+  int fd = socket.release(ec);
+  if (ec) return;
+  asio::post(ex, [ex, fd, protocol, then = std::move(then)]() mutable {
+    then(tcp::socket(ex, protocol, fd));
+  });
+}
+
+}  // namespace burrow

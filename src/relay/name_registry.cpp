@@ -1,0 +1,123 @@
+// Name claims for end-to-end services, and the visitor-token check on each stream.
+#include "relay/name_registry.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "core/secret.hpp"
+#include "link/link.hpp"
+
+namespace burrow::relay {
+
+name_registry::name_registry(std::chrono::milliseconds grace) : grace_(grace) {}
+
+proto::service_result name_registry::claim(const owner_id& owner, const proto::service_spec& spec,
+                                           const std::shared_ptr<link::link>& link) {
+  proto::service_result r;
+  r.name = spec.name;
+  std::lock_guard lock(mutex_);
+  auto now = std::chrono::steady_clock::now();
+  auto [it, fresh] = names_.try_emplace(spec.name);
+  entry& e = it->second;
+  if (!fresh && e.owner.token_id != owner.token_id) {
+    bool reserved = e.links.empty() && e.grace_until > now;
+    r.code = reserved ? "name_reserved" : "name_in_use";
+    r.message = reserved
+                    ? "the name " + spec.name +
+                          " is reserved for the agent that held it; pick another --name"
+                    : "the name " + spec.name + " is held by another agent; pick another --name";
+    return r;
+  }
+  if (!fresh && e.owner.session != owner.session) {
+    // The same token from a new agent process: the newest wins, as for ports.
+    spdlog::warn("service {}: agent session {} replaces session {} (same token {})", spec.name,
+                 owner.session.substr(0, 8), e.owner.session.substr(0, 8), owner.token_id);
+    e.links.clear();
+  }
+  e.owner = owner;
+  e.token_sha256 = spec.visitor_token_sha256;
+  bool attached = false;
+  for (auto& w : e.links)
+    if (w.lock() == link) attached = true;
+  if (!attached) e.links.push_back(link);
+  r.ok = true;
+  return r;
+}
+
+void name_registry::detach(const link::link* gone) {
+  std::lock_guard lock(mutex_);
+  auto now = std::chrono::steady_clock::now();
+  for (auto it = names_.begin(); it != names_.end();) {
+    entry& e = it->second;
+    bool had = !e.links.empty();
+    std::erase_if(e.links, [&](const std::weak_ptr<link::link>& w) {
+      auto l = w.lock();
+      return !l || l.get() == gone;
+    });
+    if (had && e.links.empty()) {
+      if (grace_.count() == 0) {
+        spdlog::info("service {}: released (no agent)", it->first);
+        it = names_.erase(it);
+        continue;
+      }
+      e.grace_until = now + grace_;
+      spdlog::info("service {}: agent gone; name reserved for its token for {}s", it->first,
+                   std::chrono::duration_cast<std::chrono::seconds>(grace_).count());
+    }
+    ++it;
+  }
+}
+
+name_registry::route name_registry::pick(const std::string& name, std::string_view visitor_token,
+                                         const boost::asio::any_io_executor& preferred) {
+  route out;
+  std::lock_guard lock(mutex_);
+  auto it = names_.find(name);
+  if (it == names_.end()) {
+    out.status = proto::stream_status::no_service;
+    out.reason = "no service named " + name + " on this relay";
+    return out;
+  }
+  entry& e = it->second;
+  if (!e.token_sha256.empty()) {
+    // Hashing first makes the comparison's length fixed: nothing leaks through timing.
+    if (visitor_token.empty() || !constant_time_equal(hex(sha256(visitor_token)), e.token_sha256)) {
+      out.status = proto::stream_status::forbidden;
+      out.reason = visitor_token.empty() ? "service " + name + " asks for a visitor token"
+                                         : "the visitor token for " + name + " is not right";
+      return out;
+    }
+  }
+  std::shared_ptr<link::link> fallback;
+  for (std::size_t tries = 0; tries < e.links.size(); ++tries) {
+    auto l = e.links[e.next++ % e.links.size()].lock();
+    if (!l) continue;  // (a link's own state belongs to its thread: open_stream tells)
+    if (l->executor() == preferred) {
+      out.link = std::move(l);
+      return out;
+    }
+    if (!fallback) fallback = std::move(l);
+  }
+  if (fallback) {
+    out.link = std::move(fallback);
+    return out;
+  }
+  out.status = proto::stream_status::unreachable;
+  out.reason = "service " + name + " is offline: its agent is not connected";
+  return out;
+}
+
+std::size_t name_registry::expire(std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  return std::erase_if(names_, [&](const auto& kv) {
+    bool done = kv.second.links.empty() && kv.second.grace_until <= now;
+    if (done) spdlog::info("service {}: name released after its grace period", kv.first);
+    return done;
+  });
+}
+
+std::size_t name_registry::size() {
+  std::lock_guard lock(mutex_);
+  return names_.size();
+}
+
+}  // namespace burrow::relay

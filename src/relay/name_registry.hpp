@@ -1,0 +1,58 @@
+// End-to-end services by name, shared by every relay thread: who holds a name, the links that
+// reach its agent, and the visitor token it asks for. A name whose agent has gone stays reserved
+// for the same token through a grace period, like a public port.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/control.hpp"
+#include "proto/frame.hpp"
+#include "relay/port_registry.hpp"
+
+namespace burrow::relay {
+
+class name_registry {
+ public:
+  explicit name_registry(std::chrono::milliseconds grace);
+
+  proto::service_result claim(const owner_id& owner, const proto::service_spec& spec,
+                              const std::shared_ptr<link::link>& link);
+  // A link closed: its names keep working through other links of the same agent, or enter grace.
+  void detach(const link::link* link);
+
+  // The agent link to carry a visitor's stream, or why there is none. A link on `preferred`
+  // (the visitor link's thread) wins, so most streams are bridged without a thread hop.
+  struct route {
+    std::shared_ptr<link::link> link;
+    proto::stream_status status = proto::stream_status::ok;
+    std::string reason;
+  };
+  route pick(const std::string& name, std::string_view visitor_token,
+             const boost::asio::any_io_executor& preferred);
+
+  // Releases names whose grace ran out; returns how many.
+  std::size_t expire(std::chrono::steady_clock::time_point now);
+  std::size_t size();
+
+ private:
+  struct entry {
+    owner_id owner;
+    std::string token_sha256;  // hex; empty: no visitor token asked
+    std::vector<std::weak_ptr<link::link>> links;
+    std::chrono::steady_clock::time_point grace_until{};
+    std::size_t next = 0;
+  };
+
+  std::mutex mutex_;
+  std::map<std::string, entry, std::less<>> names_;
+  std::chrono::milliseconds grace_;
+};
+
+}  // namespace burrow::relay

@@ -1,0 +1,207 @@
+// End-to-end encrypted TCP: `burrow connect` to an agent through the relay, real processes.
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "e2e/tunnel_fixture.hpp"
+
+namespace burrow::test {
+namespace {
+
+std::string to_hex(std::string_view bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+TEST_F(tunnel_test, EndToEndEchoWithHalfClose) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_e2ee_agent(relay, echo.port());
+  ASSERT_FALSE(agent.service.empty());
+  // The printed visitor command is complete: relay, both pins and a listen address.
+  auto cmd =
+      agent.proc->wait_for_line(std::regex(R"(visitors run: burrow connect (\S+) --relay )"
+                                           R"(127\.0\.0\.1:\d+ --relay-pin sha256:[0-9a-f]+ )"
+                                           R"(--pin (sha256:[0-9a-f]{64}) --listen )"),
+                                5s);
+  ASSERT_TRUE(cmd) << agent.proc->output();
+  EXPECT_EQ(cmd->groups[1], agent.service);
+  EXPECT_EQ(cmd->groups[2], agent.pin);
+  auto visitor = start_connect(relay, agent);
+  ASSERT_NE(visitor.port, 0);
+  EXPECT_EQ(exchange(visitor.port, "hello end to end"), "hello end to end");
+  // No public port was opened for it.
+  EXPECT_EQ(agent.proc->output().find("is public at"), std::string::npos);
+}
+
+TEST_F(tunnel_test, EndToEndHundredMiBEachWayWithChecksums) {
+  constexpr std::size_t size = 100u << 20;
+  tcp_server sink(tcp_server_options{.mode = server_mode::sink_hash});
+  tcp_server source(
+      tcp_server_options{.mode = server_mode::source, .source_bytes = size, .source_seed = 9});
+  auto relay = start_relay();
+  auto up = start_e2ee_agent(relay, sink.port(), {"--name", "sink"});
+  auto down = start_e2ee_agent(relay, source.port(), {"--name", "source"});
+  ASSERT_EQ(up.service, "sink");
+  ASSERT_EQ(up.pin, down.pin);  // one agent state directory, one key
+  auto up_visitor = start_connect(relay, up);
+  auto down_visitor = start_connect(relay, down);
+  ASSERT_NE(up_visitor.port, 0);
+  ASSERT_NE(down_visitor.port, 0);
+
+  std::string payload = deterministic_bytes(size, 4);
+  std::optional<std::string> upload_hash, download;
+  std::thread uploader([&] { upload_hash = exchange(up_visitor.port, payload, 180s); });
+  std::thread downloader([&] { download = exchange(down_visitor.port, "", 180s); });
+  uploader.join();
+  downloader.join();
+  ASSERT_TRUE(upload_hash);
+  EXPECT_EQ(to_hex(*upload_hash), sha256_hex(payload));
+  ASSERT_TRUE(download);
+  ASSERT_EQ(download->size(), size);
+  EXPECT_EQ(sha256_hex(*download), sha256_hex(deterministic_bytes(size, 9)));
+}
+
+TEST_F(tunnel_test, WrongPinRefusesTheConnectionShowsBothFingerprintsAndSendsNothing) {
+  tcp_server echo(tcp_server_options{.mode = server_mode::echo, .record_prefix = 64});
+  auto relay = start_relay();
+  auto agent = start_e2ee_agent(relay, echo.port());
+  std::string wrong = "sha256:" + std::string(64, 'a');
+  auto visitor = spawn_connect(relay, agent.service, wrong, {"--listen", "127.0.0.1:0"});
+  auto m = visitor->wait_for_line(std::regex(R"(listening on 127\.0\.0\.1:(\d+))"), 10s);
+  ASSERT_TRUE(m) << visitor->output();
+  auto port = static_cast<std::uint16_t>(std::stoi(m->groups[1]));
+  auto reply = exchange(port, "secret that must not arrive", 10s);
+  EXPECT_TRUE(!reply || reply->empty());
+  auto err = visitor->wait_for_line(std::regex("presented certificate (sha256:[0-9a-f]{64}) but "
+                                               "--pin expects (sha256:[0-9a-f]{64})"),
+                                    5s);
+  ASSERT_TRUE(err) << visitor->output();
+  EXPECT_EQ(err->groups[1], agent.pin);
+  EXPECT_EQ(err->groups[2], wrong);
+  for (auto& prefix : echo.received_prefixes()) EXPECT_EQ(prefix, "");
+
+  // With --stdio the same mistake ends the process with exit code 3.
+  auto once = spawn_connect(relay, agent.service, wrong, {"--stdio"});
+  EXPECT_EQ(once->wait_exit(15s), 3) << once->output();
+}
+
+TEST_F(tunnel_test, AgentRestartKeepsItsKeyNameAndFingerprint) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto first = start_e2ee_agent(relay, echo.port());
+  auto visitor = start_connect(relay, first);
+  ASSERT_EQ(exchange(visitor.port, "before"), "before");
+  first.proc->signal(SIGKILL);
+  first.proc->wait_exit(5s);
+
+  auto second = start_e2ee_agent(relay, echo.port());
+  EXPECT_EQ(second.pin, first.pin);
+  EXPECT_EQ(second.service, first.service);
+  // The visitor's own `connect`, still running with the old pin, reaches the new process.
+  std::optional<std::string> reply;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline && reply != "after") {
+    reply = exchange(visitor.port, "after", 3s);
+    if (reply != "after") std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(reply, "after") << visitor.proc->output();
+}
+
+TEST_F(tunnel_test, ConnectComesBackOnItsOwnAfterARelayRestart) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_e2ee_agent(relay, echo.port());
+  auto visitor = start_connect(relay, agent);
+  ASSERT_EQ(exchange(visitor.port, "before"), "before");
+
+  relay.proc->signal(SIGKILL);
+  relay.proc->wait_exit(5s);
+  auto restarted = start_relay({}, relay.agent_port);
+  ASSERT_EQ(restarted.agent_port, relay.agent_port);
+
+  std::optional<std::string> reply;
+  auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (std::chrono::steady_clock::now() < deadline && reply != "after") {
+    reply = exchange(visitor.port, "after", 3s);
+    if (reply != "after") std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(reply, "after") << visitor.proc->output();
+  EXPECT_TRUE(visitor.proc->running());
+}
+
+TEST_F(tunnel_test, ThousandConnectionsAtOnceThroughOneConnect) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_e2ee_agent(relay, echo.port());
+  auto visitor = start_connect(relay, agent);
+  ASSERT_NE(visitor.port, 0);
+  constexpr int visitors = 1000;
+  std::atomic<int> ok{0}, failed{0}, connected{0};
+  std::vector<std::thread> threads;
+  threads.reserve(visitors);
+  for (int i = 0; i < visitors; ++i) {
+    threads.emplace_back([&, i] {
+      std::string msg = deterministic_bytes(1024, static_cast<std::uint64_t>(i));
+      int fd = connect_tcp(visitor.port, 30s);
+      if (fd < 0) {
+        ++failed;
+        return;
+      }
+      ++connected;
+      auto until = std::chrono::steady_clock::now() + 30s;
+      while (connected < visitors && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(5ms);
+      bool good = write_all(fd, msg, 60s);
+      ::shutdown(fd, SHUT_WR);
+      auto back = good ? read_until_eof(fd, 60s, 4096) : std::nullopt;
+      ::close(fd);
+      (back && *back == msg) ? ++ok : ++failed;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0) << visitor.proc->output();
+  EXPECT_EQ(ok.load(), visitors);
+}
+
+TEST_F(tunnel_test, VisitorTokenIsAskedAndGuessedNamesLeadNowhere) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_e2ee_agent(relay, echo.port(), {"--visitor-token", "vt-right-token"});
+
+  // Without the token, and with a wrong one: refused by the relay, with the reason.
+  auto without = spawn_connect(relay, agent.service, agent.pin, {"--stdio"});
+  EXPECT_EQ(without->wait_exit(15s), 1);
+  EXPECT_NE(without->output().find("asks for a visitor token"), std::string::npos)
+      << without->output();
+  auto wrong = spawn_connect(relay, agent.service, agent.pin, {"--stdio"},
+                             {{"BURROW_VISITOR_TOKEN", "vt-wrong-token"}});
+  EXPECT_EQ(wrong->wait_exit(15s), 1);
+  EXPECT_NE(wrong->output().find("visitor token for " + agent.service + " is not right"),
+            std::string::npos)
+      << wrong->output();
+  // A guessed name: no such service.
+  auto guessed = spawn_connect(relay, "tcp-22-deadbeef", agent.pin, {"--stdio"});
+  EXPECT_EQ(guessed->wait_exit(15s), 1);
+  EXPECT_NE(guessed->output().find("no service named tcp-22-deadbeef"), std::string::npos)
+      << guessed->output();
+  // No token ever reaches a log.
+  EXPECT_EQ(relay.proc->output().find("vt-"), std::string::npos);
+  EXPECT_EQ(agent.proc->output().find("vt-right"), std::string::npos);
+
+  // The right token: through.
+  auto visitor = start_connect(relay, agent, {"--visitor-token", "vt-right-token"});
+  EXPECT_EQ(exchange(visitor.port, "let me in"), "let me in");
+  EXPECT_EQ(echo.accepted(), 1u);  // the refused ones never reached the service
+}
+
+}  // namespace
+}  // namespace burrow::test
