@@ -200,8 +200,9 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
     error_code failure;
     if (err != SSL_ERROR_NONE && err != SSL_ERROR_WANT_READ && err != SSL_ERROR_ZERO_RETURN)
       failure = failed(err);
-    // Reading may write (a KeyUpdate answer, an alert). A flush already running takes it along;
-    // otherwise send it now. The reader never waits for the writer's flush.
+    // Reading may write: the alert owed for a bad record (OpenSSL 3 answers a KeyUpdate with the
+    // next write instead, but may not always). A flush already running takes it along; otherwise
+    // send it now. The reader never waits for the writer's flush.
     if (!flushing_ && !io_.out.empty()) {
       error_code flush_ec;
       auto drained = drain(flush_ec);
