@@ -175,6 +175,7 @@ asio::awaitable<error_code> secure_stream::handshake() {
     co_return broken_;
   }
   handshake_done_ = true;
+  SSL_free_buffers(ssl_);  // fails harmlessly when a record is already buffered
   landing_.reset();
   if (io_.in.empty()) io_.in.release();
   co_return error_code{};
@@ -192,6 +193,17 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
     if (!handshake_done_) {
       ec = asio::error::not_connected;
       co_return 0;
+    }
+    // With nothing to decrypt, wait for input before asking OpenSSL, and give its record buffers
+    // back first: SSL_read would set up a 17 KiB buffer and hold it while the peer stays quiet,
+    // and SSL_MODE_RELEASE_BUFFERS alone does not always let go of it. OpenSSL's own write
+    // buffer is always empty between calls, since our BIO takes every byte at once.
+    if (io_.in.empty() && !SSL_has_pending(ssl_) &&
+        !(SSL_get_shutdown(ssl_) & SSL_RECEIVED_SHUTDOWN)) {
+      SSL_free_buffers(ssl_);
+      auto fed = feed(b.size() >= min_landing ? b : asio::mutable_buffer());
+      ec = co_await std::move(fed);
+      if (ec) co_return 0;
     }
     std::size_t n = 0;
     ERR_clear_error();
