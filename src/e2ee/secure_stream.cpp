@@ -185,6 +185,10 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
   ec = {};
   if (b.size() == 0) co_return 0;
   const std::size_t want = std::min<std::size_t>(b.size(), INT_MAX);
+  // With nothing to decrypt, wait for input before asking OpenSSL: SSL_read would set up its
+  // 17 KiB record buffer and hold it for as long as the peer stays quiet.
+  bool need_input =
+      io_.in.empty() && !SSL_has_pending(ssl_) && !(SSL_get_shutdown(ssl_) & SSL_RECEIVED_SHUTDOWN);
   for (;;) {
     if (broken_) {
       ec = broken_;
@@ -194,13 +198,13 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
       ec = asio::error::not_connected;
       co_return 0;
     }
-    // With nothing to decrypt, wait for input before asking OpenSSL, and give its record buffers
-    // back first: SSL_read would set up a 17 KiB buffer and hold it while the peer stays quiet,
-    // and SSL_MODE_RELEASE_BUFFERS alone does not always let go of it. OpenSSL's own write
-    // buffer is always empty between calls, since our BIO takes every byte at once.
-    if (io_.in.empty() && !SSL_has_pending(ssl_) &&
-        !(SSL_get_shutdown(ssl_) & SSL_RECEIVED_SHUTDOWN)) {
+    if (need_input) {
+      // Gives OpenSSL's record buffers back while we wait (SSL_MODE_RELEASE_BUFFERS does not
+      // always); it refuses when part of a record is buffered. Its write buffer is empty between
+      // calls, since our BIO takes every byte at once.
       SSL_free_buffers(ssl_);
+      // Ciphertext lands in the caller's buffer when it is big enough: SSL_read_ex overwrites it
+      // only after feed() has copied the bytes out, and an idle reader holds no buffer of ours.
       auto fed = feed(b.size() >= min_landing ? b : asio::mutable_buffer());
       ec = co_await std::move(fed);
       if (ec) co_return 0;
@@ -230,11 +234,7 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
       ec = co_await std::move(fin);
       co_return 0;
     }
-    // Ciphertext lands in the caller's buffer when it is big enough: SSL_read_ex overwrites it
-    // only after feed() has copied the bytes out, and an idle reader then holds no buffer.
-    auto fed = feed(b.size() >= min_landing ? b : asio::mutable_buffer());
-    ec = co_await std::move(fed);
-    if (ec) co_return 0;
+    need_input = true;  // SSL_ERROR_WANT_READ
   }
 }
 
