@@ -1,5 +1,5 @@
-// The TLS engine over a link stream: OpenSSL reads and writes two byte buffers through a small
-// BIO, and one flush at a time moves what it wrote to the stream, in order and exactly once.
+// The TLS engine over a link stream: OpenSSL reads and writes two byte buffers through
+// buffer_bio, and one flush at a time moves what it wrote to the stream, in order and exactly once.
 #include "e2ee/secure_stream.hpp"
 
 #include <openssl/err.h>
@@ -9,11 +9,11 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <climits>
-#include <cstring>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
 
+#include "e2ee/buffer_bio.hpp"
 #include "e2ee/contexts.hpp"
 #include "link/stream.hpp"
 #include "tls/certs.hpp"
@@ -34,74 +34,6 @@ constexpr std::size_t flush_threshold = 48 * 1024;
 constexpr std::size_t min_landing = 2048;
 constexpr std::size_t landing_size = max_plaintext_record + 512;
 
-// The BIO between OpenSSL and secure_stream::buffers: writes append to `out`, reads take from
-// `in` and ask to be retried when it is empty. Unlike a BIO_s_mem it never moves bytes a flush
-// is sending, and its memory goes back when the buffers are released.
-using buffers = secure_stream::buffers;
-
-buffers* buffers_of(BIO* bio) {
-  return static_cast<buffers*>(BIO_get_data(bio));
-}
-
-int bio_write(BIO* bio, const char* data, int len) {
-  BIO_clear_retry_flags(bio);
-  auto* io = buffers_of(bio);
-  if (!io || len < 0) return -1;
-  try {
-    io->out.append(data, static_cast<std::size_t>(len));
-  } catch (const std::exception&) {
-    return -1;  // nothing may escape into OpenSSL's C frames
-  }
-  return len;
-}
-
-int bio_read(BIO* bio, char* data, int len) {
-  BIO_clear_retry_flags(bio);
-  auto* io = buffers_of(bio);
-  if (!io || len < 0) return -1;
-  if (io->in.empty()) {
-    BIO_set_retry_read(bio);
-    return -1;
-  }
-  std::size_t n = std::min(static_cast<std::size_t>(len), io->in.size());
-  std::memcpy(data, io->in.data(), n);
-  io->in.consume(n);
-  return static_cast<int>(n);
-}
-
-long bio_ctrl(BIO* bio, int cmd, long, void*) {
-  auto* io = buffers_of(bio);
-  switch (cmd) {
-    case BIO_CTRL_FLUSH:
-      return 1;  // flushing is secure_stream's business, after each OpenSSL call
-    case BIO_CTRL_PENDING:
-      return io ? static_cast<long>(io->in.size()) : 0;
-    case BIO_CTRL_WPENDING:
-      return io ? static_cast<long>(io->out.size()) : 0;
-    default:
-      return 0;
-  }
-}
-
-int bio_create(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-BIO_METHOD* make_buffer_method() {
-  int type = BIO_get_new_index();
-  BIO_METHOD* m = type == -1 ? nullptr : BIO_meth_new(type | BIO_TYPE_SOURCE_SINK, "e2ee");
-  if (!m || BIO_meth_set_write(m, bio_write) != 1 || BIO_meth_set_read(m, bio_read) != 1 ||
-      BIO_meth_set_ctrl(m, bio_ctrl) != 1 || BIO_meth_set_create(m, bio_create) != 1)
-    tls::throw_openssl_error("cannot make the end-to-end BIO method");
-  return m;
-}
-
-const BIO_METHOD* buffer_method() {
-  static BIO_METHOD* const method = make_buffer_method();  // lives as long as the process
-  return method;
-}
-
 bool alpn_agreed(SSL* ssl) {
   const unsigned char* p = nullptr;
   unsigned int len = 0;
@@ -116,12 +48,11 @@ secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_
   if (!ctx || !stream_) throw std::invalid_argument("secure_stream: null context or stream");
   ssl_ = SSL_new(ctx);
   if (!ssl_) tls::throw_openssl_error("SSL_new failed");
-  BIO* bio = BIO_new(buffer_method());
+  BIO* bio = new_buffer_bio(&io_);
   if (!bio) {
     SSL_free(ssl_);
-    tls::throw_openssl_error("BIO_new failed");
+    tls::throw_openssl_error("cannot make the end-to-end BIO");
   }
-  BIO_set_data(bio, &io_);
   SSL_set_bio(ssl_, bio, bio);  // one BIO both ways; the SSL takes its single reference
   if (role == tls_role::client)
     SSL_set_connect_state(ssl_);
@@ -175,6 +106,7 @@ asio::awaitable<error_code> secure_stream::handshake() {
     co_return broken_;
   }
   handshake_done_ = true;
+  SSL_free_buffers(ssl_);  // fails harmlessly when a record is already buffered
   landing_.reset();
   if (io_.in.empty()) io_.in.release();
   co_return error_code{};
@@ -184,6 +116,10 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
   ec = {};
   if (b.size() == 0) co_return 0;
   const std::size_t want = std::min<std::size_t>(b.size(), INT_MAX);
+  // With nothing to decrypt, wait for input before asking OpenSSL: SSL_read would set up its
+  // 17 KiB record buffer and hold it for as long as the peer stays quiet.
+  bool need_input =
+      io_.in.empty() && !SSL_has_pending(ssl_) && !(SSL_get_shutdown(ssl_) & SSL_RECEIVED_SHUTDOWN);
   for (;;) {
     if (broken_) {
       ec = broken_;
@@ -193,6 +129,17 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
       ec = asio::error::not_connected;
       co_return 0;
     }
+    if (need_input) {
+      // Gives OpenSSL's record buffers back while we wait (SSL_MODE_RELEASE_BUFFERS does not
+      // always); it refuses when part of a record is buffered. Its write buffer is empty between
+      // calls, since our BIO takes every byte at once.
+      SSL_free_buffers(ssl_);
+      // Ciphertext lands in the caller's buffer when it is big enough: SSL_read_ex overwrites it
+      // only after feed() has copied the bytes out, and an idle reader holds no buffer of ours.
+      auto fed = feed(b.size() >= min_landing ? b : asio::mutable_buffer());
+      ec = co_await std::move(fed);
+      if (ec) co_return 0;
+    }
     std::size_t n = 0;
     ERR_clear_error();
     int r = SSL_read_ex(ssl_, b.data(), want, &n);
@@ -200,8 +147,9 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
     error_code failure;
     if (err != SSL_ERROR_NONE && err != SSL_ERROR_WANT_READ && err != SSL_ERROR_ZERO_RETURN)
       failure = failed(err);
-    // Reading may write (a KeyUpdate answer, an alert). A flush already running takes it along;
-    // otherwise send it now. The reader never waits for the writer's flush.
+    // Reading may write: the alert owed for a bad record (OpenSSL 3 answers a KeyUpdate with the
+    // next write instead, but may not always). A flush already running takes it along; otherwise
+    // send it now. The reader never waits for the writer's flush.
     if (!flushing_ && !io_.out.empty()) {
       error_code flush_ec;
       auto drained = drain(flush_ec);
@@ -217,11 +165,7 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
       ec = co_await std::move(fin);
       co_return 0;
     }
-    // Ciphertext lands in the caller's buffer when it is big enough: SSL_read_ex overwrites it
-    // only after feed() has copied the bytes out, and an idle reader then holds no buffer.
-    auto fed = feed(b.size() >= min_landing ? b : asio::mutable_buffer());
-    ec = co_await std::move(fed);
-    if (ec) co_return 0;
+    need_input = true;  // SSL_ERROR_WANT_READ
   }
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "e2ee/buffer_bio.hpp"
 #include "link/byte_buffer.hpp"
 #include "link/event.hpp"
 #include "proto/frame.hpp"
@@ -53,12 +54,6 @@ class secure_stream {
   // Resets the stream; pending and later operations end with an error.
   void abort(proto::stream_status why);
 
-  // Ciphertext between OpenSSL and the stream, reached by the BIO callbacks.
-  struct buffers {
-    link::byte_buffer in;   // from the peer, not yet taken by OpenSSL
-    link::byte_buffer out;  // from OpenSSL, not yet taken by a flush
-  };
-
  private:
   boost::asio::awaitable<boost::system::error_code> feed(boost::asio::mutable_buffer landing);
   boost::asio::awaitable<void> wait_no_flush();
@@ -69,7 +64,7 @@ class secure_stream {
 
   std::shared_ptr<link::stream> stream_;
   SSL* ssl_ = nullptr;
-  buffers io_;
+  bio_buffers io_;             // ciphertext between OpenSSL and the stream
   link::byte_buffer sending_;  // swapped out of io_.out; the flusher hands it to the stream
   std::unique_ptr<std::uint8_t[]> landing_;  // for reads without a caller buffer big enough
   std::optional<link::event> flushed_;       // made on first use, on the stream's executor

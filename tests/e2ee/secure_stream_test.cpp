@@ -172,6 +172,78 @@ TEST(SecureStream, LocalAbortEndsAPendingRead) {
   EXPECT_EQ(*r, asio::error::connection_reset) << r->message();
 }
 
+struct key_update_result {
+  std::string first, answer;
+  error_code read_ec;
+};
+
+// The peer asks for a key update; OpenSSL answers with our next write, ahead of the records under
+// the new keys, so both directions go on.
+asio::awaitable<key_update_result> key_update(test::link_pair* pair, contexts* ctx) {
+  key_update_result r;
+  auto opened = session(pair, ctx);
+  auto s = co_await std::move(opened);
+  SSL_key_update(s.server->native_handle(), SSL_KEY_UPDATE_REQUESTED);
+  error_code ec;
+  auto write = s.server->write_all(asio::buffer(std::string_view("after update")), ec);
+  co_await std::move(write);
+  char buf[64];
+  auto read = s.client->read_some(asio::buffer(buf), ec);
+  std::size_t n = co_await std::move(read);
+  r.first.assign(buf, n);
+  auto answer = test::send_and_close(s.client.get(), "answer");
+  co_await std::move(answer);
+  auto read_answer = test::read_to_end(s.server.get(), &r.read_ec);
+  r.answer = co_await std::move(read_answer);
+  co_return r;
+}
+
+TEST(SecureStream, PeerRequestedKeyUpdateKeepsBothDirectionsWorking) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  contexts ctx;
+  auto r = test::run_with_links(ioc, pair, key_update(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, "after update");
+  EXPECT_EQ(r->answer, "answer");  // decrypts only if our KeyUpdate went out first
+  EXPECT_EQ(r->read_ec, asio::error::eof) << r->read_ec.message();
+}
+
+struct bad_record_result {
+  error_code client_ec, server_ec;
+  std::uint64_t sent_by_reader = 0;
+};
+
+// A forged record fails the client's read; the alert it owes the peer goes out from the reader.
+asio::awaitable<bad_record_result> bad_record(test::link_pair* pair, contexts* ctx) {
+  bad_record_result r;
+  auto opened = session(pair, ctx);
+  auto s = co_await std::move(opened);
+  std::string forged = "\x17\x03\x03" + std::string("\x00\x20", 2) + std::string(32, 'x');
+  error_code ec;
+  auto inject = s.ends.far->write_some(asio::buffer(forged), ec);
+  co_await std::move(inject);
+  auto before = s.ends.near->bytes_out();
+  char buf[64];
+  auto read = s.client->read_some(asio::buffer(buf), r.client_ec);
+  co_await std::move(read);
+  r.sent_by_reader = s.ends.near->bytes_out() - before;
+  auto server_read = s.server->read_some(asio::buffer(buf), r.server_ec);
+  co_await std::move(server_read);
+  co_return r;
+}
+
+TEST(SecureStream, ForgedRecordFailsTheReadAndAlertsThePeer) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  contexts ctx;
+  auto r = test::run_with_links(ioc, pair, bad_record(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->client_ec.category(), asio::error::get_ssl_category()) << r->client_ec.message();
+  EXPECT_GT(r->sent_by_reader, 0u);
+  EXPECT_EQ(r->server_ec.category(), asio::error::get_ssl_category()) << r->server_ec.message();
+}
+
 struct large_write_result {
   error_code write_ec, read_ec;
   std::string received;

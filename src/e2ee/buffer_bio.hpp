@@ -1,0 +1,21 @@
+// A BIO over two byte buffers, between OpenSSL and secure_stream. Unlike BIO_s_mem it never
+// moves bytes that a flush is still sending, and its memory goes back when the buffers are
+// released.
+#pragma once
+
+#include <openssl/bio.h>
+
+#include "link/byte_buffer.hpp"
+
+namespace burrow::e2ee {
+
+struct bio_buffers {
+  link::byte_buffer in;   // ciphertext from the peer, not yet taken by OpenSSL
+  link::byte_buffer out;  // ciphertext from OpenSSL, not yet taken by a flush
+};
+
+// A new BIO reading `io->in` and appending to `io->out` (never blocking: an empty `in` asks to be
+// retried), or null. `io` must outlive it.
+BIO* new_buffer_bio(bio_buffers* io);
+
+}  // namespace burrow::e2ee
