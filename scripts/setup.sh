@@ -7,6 +7,7 @@ packages=(
   libssl-dev openssl libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   curl socat iperf3 nginx-light wrk procps iproute2 util-linux python3 openssh-server openssh-client
+  tshark
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -16,6 +17,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   export DEBIAN_FRONTEND=noninteractive
+  # tshark (for the capture tests, run as root) would otherwise ask whether non-root users may
+  # capture; the answer is no.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" |
+    "${sudo_cmd[@]}" debconf-set-selections
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

@@ -1,14 +1,24 @@
-// TLS 1.3-only contexts with fixed suites and groups, ALPN, and per-connection verification.
+// TLS 1.3-only contexts with fixed suites and groups, ALPN, per-connection verification, and
+// SSLKEYLOGFILE for debugging.
 #include "tls/contexts.hpp"
 
 #include "core/secret.hpp"
 
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509_vfy.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <boost/asio/ip/address.hpp>
 
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 namespace burrow::tls {
@@ -126,6 +136,84 @@ int verify_chain(int preverify_ok, X509_STORE_CTX* store) {
   return 0;
 }
 
+// An NSS key log file (SSLKEYLOGFILE), shared by every context of the process that names it.
+class keylog_file {
+ public:
+  explicit keylog_file(int fd) : fd_(fd) {}
+
+  // One write(2) per line on an O_APPEND descriptor: nothing is buffered, so the line is in the
+  // file for a capture tool at once, and lines from other processes sharing it stay whole.
+  void append(const char* line) noexcept {
+    try {
+      std::string out = line;
+      out += '\n';
+      std::lock_guard lock(mutex_);
+      for (std::size_t done = 0; done < out.size();) {
+        const ssize_t n = ::write(fd_, out.data() + done, out.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        done += static_cast<std::size_t>(n);
+      }
+    } catch (...) {
+      // A debugging aid must never disturb the connection, nor throw into OpenSSL's C frames.
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  int fd_;
+};
+
+// Opened once per path and kept for the life of the process (like the contexts' users, SSL
+// callbacks may run on any thread until exit). nullptr records a path that could not be opened,
+// so its error is logged once.
+keylog_file* open_keylog(const std::string& path) {
+  static std::mutex mutex;
+  static auto* files = new std::map<std::string, keylog_file*>;
+  std::lock_guard lock(mutex);
+  if (auto it = files->find(path); it != files->end()) return it->second;
+  keylog_file* file = nullptr;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    spdlog::error("SSLKEYLOGFILE: cannot open {}: {}; TLS secrets are not logged", path,
+                  std::strerror(errno));
+  } else {
+    // An existing file may have been created readable by others; these lines decrypt traffic.
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) ::fchmod(fd, 0600);
+    file = new keylog_file(fd);
+    spdlog::warn(
+        "SSLKEYLOGFILE is set: the TLS secrets of every connection are being appended to {}; "
+        "whoever reads that file can decrypt this traffic. Unset SSLKEYLOGFILE unless you are "
+        "debugging.",
+        path);
+  }
+  files->emplace(path, file);
+  return file;
+}
+
+int ctx_keylog_index() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+void write_keylog_line(const SSL* ssl, const char* line) {
+  auto* file =
+      static_cast<keylog_file*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_keylog_index()));
+  if (file) file->append(line);
+}
+
+// Only when SSLKEYLOGFILE names a file, as in curl and browsers; never on otherwise.
+void enable_keylog_if_requested(SSL_CTX* ctx) {
+  const char* path = std::getenv("SSLKEYLOGFILE");
+  if (!path || *path == '\0') return;
+  keylog_file* file = open_keylog(path);
+  if (!file) return;
+  if (SSL_CTX_set_ex_data(ctx, ctx_keylog_index(), file) != 1)
+    throw_openssl_error("cannot attach key log file");
+  SSL_CTX_set_keylog_callback(ctx, write_keylog_line);
+}
+
 }  // namespace
 
 boost::asio::ssl::context make_server_context(const key_pair& identity,
@@ -133,6 +221,7 @@ boost::asio::ssl::context make_server_context(const key_pair& identity,
   boost::asio::ssl::context ctx(boost::asio::ssl::context::tls_server);
   SSL_CTX* native = ctx.native_handle();
   common_setup(native);
+  enable_keylog_if_requested(native);
   SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE);
   use_identity(native, identity);
   if (!alpn.empty()) {
@@ -148,6 +237,7 @@ boost::asio::ssl::context make_client_context(const std::vector<std::string>& al
   boost::asio::ssl::context ctx(boost::asio::ssl::context::tls_client);
   SSL_CTX* native = ctx.native_handle();
   common_setup(native);
+  enable_keylog_if_requested(native);
   if (!alpn.empty()) {
     auto wire = alpn_wire(alpn);
     // Unlike most of OpenSSL, 0 means success here.

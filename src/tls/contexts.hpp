@@ -12,6 +12,11 @@
 
 namespace burrow::tls {
 
+// Both make_*_context functions honour SSLKEYLOGFILE, the debugging convention of curl and
+// browsers: when it names a file, every connection's TLS secrets are appended to it as NSS key
+// log lines (mode 0600, one write per line) and a warning is logged when it is first opened.
+// Unset or empty, nothing is written.
+
 // Server side: presents `identity` (leaf first, then any chain certificates in cert_pem) and
 // picks the first protocol of `alpn` the client also offers; a client offering ALPN but none of
 // these fails with no_application_protocol. Empty `alpn` disables ALPN selection.

@@ -56,7 +56,8 @@ void tunnel_test::TearDown() {
   std::filesystem::remove_all(dir_, ec);
 }
 
-relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint16_t agent_port) {
+relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint16_t agent_port,
+                                       std::map<std::string, std::string> env) {
   relay_process r;
   std::vector<std::string> argv{BURROW_BINARY,   "relay",
                                 "--state-dir",   state_dir_.string(),
@@ -66,7 +67,7 @@ relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint
   if (std::find(extra.begin(), extra.end(), "--port-range") == extra.end())
     extra.insert(extra.end(), {"--port-range", "0"});
   argv.insert(argv.end(), extra.begin(), extra.end());
-  r.proc = child_process::start("relay", argv);
+  r.proc = child_process::start("relay", argv, std::move(env));
   auto port = r.proc->wait_for_line(std::regex(R"(agents connect to 127\.0\.0\.1:(\d+))"), 10s);
   EXPECT_TRUE(port) << r.proc->output();
   if (!port) return r;

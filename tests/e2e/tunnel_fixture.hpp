@@ -45,8 +45,10 @@ class tunnel_test : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
-  // Starts a relay; `agent_port` 0 lets the kernel choose (pass the old one to restart in place).
-  relay_process start_relay(std::vector<std::string> extra = {}, std::uint16_t agent_port = 0);
+  // Starts a relay; `agent_port` 0 lets the kernel choose (pass the old one to restart in place);
+  // `env` is added to the relay's environment.
+  relay_process start_relay(std::vector<std::string> extra = {}, std::uint16_t agent_port = 0,
+                            std::map<std::string, std::string> env = {});
   // Starts `burrow tcp TARGET` against `relay` and waits for its public address.
   agent_process start_agent(const relay_process& relay, std::uint16_t target,
                             std::vector<std::string> extra = {});

@@ -1,18 +1,25 @@
-// Real TLS 1.3 handshakes on loopback: pin mode, chain mode, host checks and ALPN.
+// Real TLS 1.3 handshakes on loopback: pin mode, chain mode, host checks, ALPN and SSLKEYLOGFILE.
 #include "tls/contexts.hpp"
 
 #include "core/secret.hpp"
 
 #include <gtest/gtest.h>
 #include <openssl/err.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/stream.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
 
 namespace burrow::tls {
 namespace {
@@ -195,6 +202,132 @@ TEST_F(TlsHandshake, ServerWithoutAlpnAcceptsAnyClient) {
   ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
   EXPECT_FALSE(*r.client_ec) << r.client_ec->message();
   EXPECT_EQ(r.client_alpn, "");
+}
+
+// Sets SSLKEYLOGFILE (nullopt: unsets it) for one scope and restores what was there before, so
+// no other test, nor a process started by one, inherits it.
+class scoped_keylog_variable {
+ public:
+  explicit scoped_keylog_variable(const std::optional<std::string>& value) {
+    if (const char* old = std::getenv("SSLKEYLOGFILE")) old_ = old;
+    if (value)
+      ::setenv("SSLKEYLOGFILE", value->c_str(), 1);
+    else
+      ::unsetenv("SSLKEYLOGFILE");
+  }
+  ~scoped_keylog_variable() {
+    if (old_)
+      ::setenv("SSLKEYLOGFILE", old_->c_str(), 1);
+    else
+      ::unsetenv("SSLKEYLOGFILE");
+  }
+  scoped_keylog_variable(const scoped_keylog_variable&) = delete;
+  scoped_keylog_variable& operator=(const scoped_keylog_variable&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
+// Routes the default spdlog logger into a string for one scope.
+class captured_log {
+ public:
+  captured_log()
+      : saved_(spdlog::default_logger()),
+        logger_(std::make_shared<spdlog::logger>(
+            "captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_))) {
+    spdlog::set_default_logger(logger_);
+  }
+  ~captured_log() { spdlog::set_default_logger(saved_); }
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> saved_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+// Every line of an NSS key log, by label; fails the test on a malformed line.
+std::multimap<std::string, std::string> keylog_lines(const fs::path& path) {
+  static const std::regex line_re("([A-Z_0-9]+) ([0-9a-f]{64}) ([0-9a-f]{64,128})");
+  std::multimap<std::string, std::string> lines;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_match(line, m, line_re)) << path << ": " << line;
+    if (!m.empty()) lines.emplace(m[1].str(), line);
+  }
+  return lines;
+}
+
+TEST_F(TlsHandshake, KeyLogFileGetsTheSecretsOfEachSideWhenTheVariableIsSet) {
+  const auto server_log = dir.path / "server.keys";
+  const auto client_log = dir.path / "client.keys";
+  captured_log log;
+  // The variable is read when a context is made, so each side here writes its own file.
+  auto server_ctx = [&] {
+    scoped_keylog_variable v(server_log.string());
+    return make_server_context(self_signed, {"burrow/1"});
+  }();
+  auto client_ctx = [&] {
+    scoped_keylog_variable v(client_log.string());
+    return make_client_context({"burrow/1"});
+  }();
+  auto r = handshake(server_ctx, client_ctx, {fingerprint_sha256(self_signed.cert_pem), "", ""});
+  ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
+  ASSERT_FALSE(*r.client_ec) << r.client_ec->message();
+  ASSERT_FALSE(*r.server_ec) << r.server_ec->message();
+
+  std::set<std::string> client_lines;
+  for (const auto& path : {server_log, client_log}) {
+    ASSERT_TRUE(fs::exists(path)) << path;
+    EXPECT_EQ(fs::status(path).permissions(), fs::perms::owner_read | fs::perms::owner_write);
+    auto lines = keylog_lines(path);
+    for (const char* label :
+         {"CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+          "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0", "EXPORTER_SECRET"})
+      EXPECT_EQ(lines.count(label), 1u) << path << " lacks " << label;
+    std::set<std::string> set;
+    for (const auto& [label, line] : lines) set.insert(line);
+    if (path == server_log)
+      client_lines = set;
+    else
+      EXPECT_EQ(set, client_lines) << "both ends of one handshake derive the same secrets";
+  }
+  // Loud, and once per file rather than once per context.
+  const auto text = log.text();
+  EXPECT_NE(text.find("SSLKEYLOGFILE is set"), std::string::npos) << text;
+  EXPECT_NE(text.find(server_log.string()), std::string::npos) << text;
+  EXPECT_NE(text.find(client_log.string()), std::string::npos) << text;
+}
+
+TEST_F(TlsHandshake, KeyLogFileIsAppendedToAndSharedByContexts) {
+  const auto keys = dir.path / "keys";
+  scoped_keylog_variable v(keys.string());
+  auto server_ctx = make_server_context(self_signed, {"burrow/1"});
+  auto client_ctx = make_client_context({"burrow/1"});
+  for (int i = 0; i < 2; ++i) {
+    auto r = handshake(server_ctx, client_ctx, {fingerprint_sha256(self_signed.cert_pem), "", ""});
+    ASSERT_TRUE(r.client_ec && !*r.client_ec);
+  }
+  // Two handshakes, each logged by both ends, all in one file.
+  EXPECT_EQ(keylog_lines(keys).count("CLIENT_TRAFFIC_SECRET_0"), 4u);
+}
+
+TEST_F(TlsHandshake, NoKeyLogFileWhenTheVariableIsUnsetOrEmpty) {
+  for (const std::optional<std::string>& value :
+       {std::optional<std::string>(), std::optional<std::string>("")}) {
+    scoped_keylog_variable v(value);
+    captured_log log;
+    auto server_ctx = make_server_context(self_signed, {"burrow/1"});
+    auto client_ctx = make_client_context({"burrow/1"});
+    auto r = handshake(server_ctx, client_ctx, {fingerprint_sha256(self_signed.cert_pem), "", ""});
+    ASSERT_TRUE(r.client_ec && !*r.client_ec);
+    EXPECT_EQ(log.text(), "");
+  }
+  // Nothing but the fixture's CA file.
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir.path)) files.push_back(e.path().filename());
+  EXPECT_EQ(files, std::vector<fs::path>{"ca.pem"});
 }
 
 TEST(TlsContexts, RejectsBadArguments) {

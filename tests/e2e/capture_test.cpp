@@ -1,0 +1,83 @@
+// Issue 3's proof that the relay cannot read end-to-end tunnels, read off a packet capture of the
+// relay's two legs. The relay's links are TLS 1.3, so what the relay can read is what its own
+// keys (SSLKEYLOGFILE) decrypt. This is the baseline: through a plain tunnel it reads everything.
+#include <fstream>
+#include <random>
+#include <string_view>
+
+#include "e2e/tunnel_fixture.hpp"
+#include "harness/capture.hpp"
+
+namespace burrow::test {
+namespace {
+
+class Capture : public tunnel_test {
+ protected:
+  std::filesystem::path keylog() const { return dir_ / "relay.keys"; }
+
+  // A relay that appends its TLS secrets to keylog().
+  relay_process start_relay_with_keylog() {
+    return start_relay({}, 0, {{"SSLKEYLOGFILE", keylog().string()}});
+  }
+
+  // 32 random hex characters: found in a capture only if these very bytes crossed the wire.
+  static std::string random_marker() {
+    std::random_device rd;
+    std::uniform_int_distribution<int> digit(0, 15);
+    std::string marker;
+    for (int i = 0; i < 32; ++i) marker += "0123456789abcdef"[digit(rd)];
+    return marker;
+  }
+
+  static std::size_t occurrences(std::string_view haystack, std::string_view needle) {
+    std::size_t n = 0;
+    for (auto at = haystack.find(needle); at != std::string_view::npos;
+         at = haystack.find(needle, at + 1))
+      ++n;
+    return n;
+  }
+};
+
+// The e2ee counterpart sends its marker through `burrow connect` and expects it nowhere in what
+// the relay decrypts; run with --no-e2ee, it must find it as this test does.
+TEST_F(Capture, PlainTunnelBaselineTheRelayReadsTheMarker) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay_with_keylog();
+  ASSERT_NE(relay.agent_port, 0);
+  // The link's handshake must be in the capture for its keys to be of use, so capturing starts
+  // before the agent connects, and the public port is chosen here to be in the filter already.
+  const std::uint16_t public_port = free_port();
+  capture wire(dir_ / "relay.pcap", {relay.agent_port, public_port});
+  auto agent = start_agent(relay, echo.port(), {"--remote-port", std::to_string(public_port)});
+  ASSERT_EQ(agent.public_port, public_port);
+
+  const std::string marker = random_marker();
+  auto reply = exchange(public_port, marker);
+  ASSERT_TRUE(reply);
+  ASSERT_EQ(*reply, marker);
+  wire.stop();
+
+  // Sizes only in messages: the decrypted link also carries the agent's token.
+  const auto visitor_leg = raw_bytes(wire.file(), {public_port});
+  EXPECT_GE(occurrences(visitor_leg, marker), 2u)
+      << "the visitor's leg is plain TCP; " << visitor_leg.size() << " bytes captured";
+
+  const auto link_on_wire = raw_bytes(wire.file(), {relay.agent_port});
+  ASSERT_FALSE(link_on_wire.empty()) << "nothing captured on the agent port";
+  EXPECT_EQ(occurrences(link_on_wire, marker), 0u) << "the link must be encrypted on the wire";
+
+  const auto relay_reads = decrypted_bytes(wire.file(), keylog(), {relay.agent_port});
+  ASSERT_FALSE(relay_reads.empty())
+      << "nothing decrypted from " << link_on_wire.size() << " bytes with " << keylog();
+  EXPECT_GE(occurrences(relay_reads, marker), 2u)
+      << "the relay reads a plain tunnel, to the agent and back; " << relay_reads.size()
+      << " bytes decrypted";
+
+  // And it is the keys that decrypt: without them the same capture yields nothing.
+  const auto no_keys = dir_ / "empty.keys";
+  std::ofstream{no_keys};
+  EXPECT_TRUE(decrypted_bytes(wire.file(), no_keys, {relay.agent_port}).empty());
+}
+
+}  // namespace
+}  // namespace burrow::test
