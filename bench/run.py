@@ -513,6 +513,10 @@ class Mode:
     # Targets from PRODUCT.md for this mode, as ratio-to-socat thresholds:
     # metric key -> (text, predicate on ratio).
     targets: dict[str, tuple[str, object]] = {}
+    # Another mode this one is also compared with, round by round (its "/ base" column), and
+    # targets as ratios to that mode.
+    compare_to: str | None = None
+    targets_vs: dict[str, tuple[str, object]] = {}
 
     def __init__(self, ctx: "Context"):
         self.ctx = ctx
@@ -680,7 +684,57 @@ class BurrowMode(Mode):
         return self.relay.pid if self.relay else None
 
 
-MODES: dict[str, type[Mode]] = {m.name: m for m in (DirectMode, SocatMode, BurrowMode)}
+class BurrowE2eeMode(BurrowMode):
+    """burrow relay + `burrow tcp` agent (end to end) + `burrow connect` on the load's side."""
+
+    name = "burrow-e2ee"
+    description = ("burrow relay + `burrow tcp` agent + `burrow connect --listen`, TLS 1.3 "
+                   "between connect and the agent inside the relay's TLS 1.3 links; connect "
+                   "pinned to the tunnel CPU too")
+    resume = True
+    targets: dict = {}
+    compare_to = "burrow"
+    # Issue 3, as ratios to the plain tunnel in the same round.
+    targets_vs = {
+        "bulk1.gbps": _at_least(0.5),
+        "http1k_c50.rps": _at_least(0.8),
+    }
+    RX_E2EE = r"reachable end to end as (\S+) \(certificate (sha256:[0-9a-f]{64})\)"
+    RX_LISTEN = r"listening on 127\.0\.0\.1:(\d+) for "
+
+    def start(self, target_port: int) -> int:
+        assert self.relay is not None
+        state = self.ctx.tmp / f"burrow-{self._n}" / f"agent-{target_port}"
+        argv = [self.ctx.args.burrow, "tcp", str(target_port), "--state-dir", str(state),
+                "--relay", f"{LOOPBACK}:{self.relay_port}", "--token", self.token,
+                "--relay-pin", self.fingerprint]
+        argv += shlex.split(self.ctx.args.burrow_agent_args or "")
+        a = self.ctx.procs.start(f"burrow-agent-{target_port}", argv, self.ctx.args.tunnel_cpu)
+        self.agents.append(a)
+        m = a.wait_for(self.RX_E2EE)
+        argv = [self.ctx.args.burrow, "connect", m.group(1), "--relay",
+                f"{LOOPBACK}:{self.relay_port}", "--relay-pin", self.fingerprint,
+                "--pin", m.group(2), "--listen", f"{LOOPBACK}:0",
+                "--resume", "true" if self.resume else "false"]
+        c = self.ctx.procs.start(f"burrow-connect-{target_port}", argv, self.ctx.args.tunnel_cpu)
+        self.agents.append(c)  # stopped and measured with the agents
+        port = int(c.wait_for(self.RX_LISTEN).group(1))
+        wait_listening(port, "burrow connect", proc=c)
+        return port
+
+
+class BurrowE2eeNoResumeMode(BurrowE2eeMode):
+    """As burrow-e2ee, without TLS session resumption: what resumption buys."""
+
+    name = "burrow-e2ee-noresume"
+    description = "as burrow-e2ee with `burrow connect --resume false` (full handshake each time)"
+    resume = False
+    compare_to = "burrow-e2ee"
+    targets_vs: dict = {}
+
+
+MODES: dict[str, type[Mode]] = {m.name: m for m in (DirectMode, SocatMode, BurrowMode,
+                                                    BurrowE2eeMode, BurrowE2eeNoResumeMode)}
 
 
 # --------------------------------------------------------------------------
@@ -856,6 +910,32 @@ def run_mode_round(ctx: Context, mode: Mode, columns: list[str]) -> dict:
     return out
 
 
+def per_round_ratio(rounds: list[dict], m: str, base: str, k: str) -> float | None:
+    """Median over rounds of m's value over base's value in the same round."""
+    rs = []
+    for r in rounds:
+        a = r["results"].get(m, {}).get("metrics", {}).get(k)
+        b = r["results"].get(base, {}).get("metrics", {}).get(k)
+        if a is not None and b:
+            rs.append(a / b)
+    return statistics.median(rs) if rs else None
+
+
+def summarize_vs(rounds: list[dict], modes: list[str]) -> dict:
+    """For modes with compare_to: medians of the per-round ratios to that mode."""
+    rel: dict = {}
+    for m in modes:
+        base = MODES[m].compare_to
+        if not base or base not in modes:
+            continue
+        rel[m] = {}
+        for k in METRICS:
+            v = per_round_ratio(rounds, m, base, k)
+            if v is not None:
+                rel[m][k] = v
+    return rel
+
+
 def summarize(rounds: list[dict], modes: list[str]) -> tuple[dict, dict]:
     """Medians over rounds per mode, and medians of the per-round ratios to socat."""
     med: dict = {m: {} for m in modes}
@@ -890,14 +970,19 @@ def render_table(ctx: Context, modes: list[str], columns: list[str], med: dict,
                  ratio: dict, rounds: list[dict]) -> str:
     mode_objs = {m: MODES[m] for m in modes}
     show_ratio = "socat" in modes
-    target_modes = [m for m in modes if mode_objs[m].targets]
+    rel = summarize_vs(rounds, modes)
+    target_modes = [m for m in modes if mode_objs[m].targets or
+                    (m in rel and mode_objs[m].targets_vs)]
     head = ["workload", "unit"]
     for m in modes:
         head.append(m)
         if show_ratio and m != "socat":
             head.append(f"{m} / socat")
+        if m in rel:
+            head.append(f"{m} / {mode_objs[m].compare_to}")
     for m in target_modes:
-        head.append(f"{m} target")
+        head.append(f"{m} target" + (f" (vs {mode_objs[m].compare_to})"
+                                     if not mode_objs[m].targets else ""))
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(
         ["---", "---"] + ["---:"] * (len(head) - 2 - len(target_modes))
         + ["---"] * len(target_modes)) + "|"]
@@ -924,16 +1009,21 @@ def render_table(ctx: Context, modes: list[str], columns: list[str], med: dict,
             if show_ratio and m != "socat":
                 r = ratio[m].get(key) if meta["ratio"] else None
                 row.append("n/a" if r is None else f"{r:.2f}")
+            if m in rel:
+                r = rel[m].get(key) if meta["ratio"] else None
+                row.append("n/a" if r is None else f"{r:.2f}")
         for m in target_modes:
             mo = mode_objs[m]
-            tgt = mo.targets.get(key)
+            vs = not mo.targets
+            tgt = (mo.targets_vs if vs else mo.targets).get(key)
             if not tgt:
                 row.append("")
                 continue
             text, pred = tgt
             ok = None
-            if pred is not None and key in ratio[m]:
-                ok = pred(ratio[m][key])
+            base = rel.get(m, {}) if vs else ratio[m]
+            if pred is not None and key in base:
+                ok = pred(base[key])
             elif pred is None and key in getattr(mo, "abs_checks", {}) and key in med[m]:
                 ok = mo.abs_checks[key](med[m][key])
             row.append(text + ("" if ok is None else (" ✓" if ok else " ✗")))
@@ -1004,7 +1094,8 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
-        description="Loopback benchmark: direct vs socat vs burrow, interleaved rounds.")
+        description="Loopback benchmark: direct vs socat vs burrow (plain and end to end), "
+                    "interleaved rounds.")
     p.add_argument("--burrow", help="path to the burrow binary (needed for burrow mode)")
     p.add_argument("--modes", default=None,
                    help=f"comma-separated, from {','.join(MODES)} "
@@ -1041,7 +1132,7 @@ def parse_args(argv=None):
     a.duration = a.duration if a.duration is not None else (2 if a.quick else 5)
     a.iperf_time = a.iperf_time if a.iperf_time is not None else (2 if a.quick else 5)
     if a.modes is None:
-        a.modes = ",".join(m for m in MODES if m != "burrow" or a.burrow)
+        a.modes = ",".join(m for m in MODES if not m.startswith("burrow") or a.burrow)
     a.mode_list = [m.strip() for m in a.modes.split(",") if m.strip()]
     for m in a.mode_list:
         if m not in MODES:
@@ -1059,7 +1150,7 @@ def parse_args(argv=None):
         p.error("--rounds must be 1..50")
     if not (1 <= a.duration <= 600) or not (1 <= a.iperf_time <= 600):
         p.error("--duration and --iperf-time must be 1..600")
-    if "burrow" in a.mode_list:
+    if any(m.startswith("burrow") for m in a.mode_list):
         if not a.burrow:
             p.error("burrow mode needs --burrow PATH")
         a.burrow = str(Path(a.burrow).resolve())
@@ -1156,7 +1247,8 @@ def main(argv=None) -> int:
             doc = {**meta, "config": {k: v for k, v in vars(args).items()},
                    "modes": args.mode_list, "columns": args.column_list,
                    "metrics": {k: {kk: vv for kk, vv in v.items()} for k, v in METRICS.items()},
-                   "median": med, "ratio_to_socat": ratio, "rounds": rounds,
+                   "median": med, "ratio_to_socat": ratio,
+                   "ratio_to_compared_mode": summarize_vs(rounds, args.mode_list), "rounds": rounds,
                    "elapsed_s": round(time.monotonic() - started, 1)}
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")

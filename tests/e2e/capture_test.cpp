@@ -38,8 +38,8 @@ class Capture : public tunnel_test {
   }
 };
 
-// The e2ee counterpart sends its marker through `burrow connect` and expects it nowhere in what
-// the relay decrypts; run with --no-e2ee, it must find it as this test does.
+// With --no-e2ee the relay reads the marker: the test below could fail, and would, if the
+// end-to-end session leaked.
 TEST_F(Capture, PlainTunnelBaselineTheRelayReadsTheMarker) {
   tcp_server echo(server_mode::echo);
   auto relay = start_relay_with_keylog();
@@ -77,6 +77,41 @@ TEST_F(Capture, PlainTunnelBaselineTheRelayReadsTheMarker) {
   const auto no_keys = dir_ / "empty.keys";
   std::ofstream{no_keys};
   EXPECT_TRUE(decrypted_bytes(wire.file(), no_keys, {relay.agent_port}).empty());
+}
+
+// End to end: the marker goes through `burrow connect`, TLS with the agent inside the stream.
+// Both of the relay's legs (the visitor's link from connect and the agent's link) end on its
+// agent port; decrypted with the relay's own keys they show the service name the relay routes
+// by, and never the marker.
+TEST_F(Capture, EndToEndTheRelayNeverReadsTheMarker) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay_with_keylog();
+  ASSERT_NE(relay.agent_port, 0);
+  capture wire(dir_ / "relay.pcap", {relay.agent_port});
+  auto agent = start_e2ee_agent(relay, echo.port(), {"--name", "capture-e2ee"});
+  auto visitor = start_connect(relay, agent);
+  ASSERT_NE(visitor.port, 0);
+
+  const std::string marker = random_marker();
+  // Twice: a new connection resumes the TLS session, and that path must not leak either.
+  for (int i = 0; i < 2; ++i) {
+    auto reply = exchange(visitor.port, marker);
+    ASSERT_TRUE(reply);
+    ASSERT_EQ(*reply, marker);
+  }
+  wire.stop();
+
+  const auto on_wire = raw_bytes(wire.file(), {relay.agent_port});
+  ASSERT_FALSE(on_wire.empty()) << "nothing captured on the agent port";
+  EXPECT_EQ(occurrences(on_wire, marker), 0u);
+
+  const auto relay_reads = decrypted_bytes(wire.file(), keylog(), {relay.agent_port});
+  // The decryption works on this very capture: the relay reads the name it routes by, in the
+  // agent's registration and in each stream the visitor opened.
+  EXPECT_GE(occurrences(relay_reads, "capture-e2ee"), 3u)
+      << relay_reads.size() << " bytes decrypted with " << keylog();
+  EXPECT_EQ(occurrences(relay_reads, marker), 0u)
+      << "the relay must see only the end-to-end session's ciphertext";
 }
 
 }  // namespace
