@@ -69,7 +69,7 @@ tcp::endpoint connector::local_endpoint() const {
 }
 
 int connector::run() {
-  for (unsigned i = 0; i < config_.links; ++i) grow();
+  for (unsigned i = 0; i < config_.links; ++i) grow(false);
   auto ex = workers_.at(0).get_executor();
   if (config_.stdio) {
     spawn_logged(ex, stdio_session(), "stdio");
@@ -102,21 +102,28 @@ void connector::fatal(int code, const std::string& message) {
   finish(code);
 }
 
-void connector::grow() {
+bool connector::grow(bool when_full) {
   unsigned index;
   {
     std::lock_guard lock(mutex_);
-    if (slots_ >= config_.max_links) return;
+    if (when_full && growing_ > 0) return true;
+    if (slots_ >= config_.max_links) return false;
     index = slots_++;
+    if (when_full) {
+      ++growing_;
+      spdlog::info("every link to the relay is full; opening link {}", index);
+    }
   }
   auto ex = workers_.at(index % workers_.size()).get_executor();
   spawn_logged(ex, link_slot(index), "link " + std::to_string(index));
+  return true;
 }
 
 asio::awaitable<void> connector::link_slot(unsigned index) {
   backoff delays(config_.backoff_first, config_.backoff_max);
   log_limiter unreachable_log(std::chrono::seconds(10));
   asio::steady_timer timer(co_await asio::this_coro::executor);
+  bool first_dial = true;
   while (!stopping_) {
     link::dial_options o = dial_;
     o.link_name = "relay " + config_.relay + " link " + std::to_string(index);
@@ -124,6 +131,11 @@ asio::awaitable<void> connector::link_slot(unsigned index) {
                        "burrow/" BURROW_VERSION};
     auto dialling = link::dial_relay(std::move(o), link_tls_, std::move(hello));
     auto result = co_await std::move(dialling);
+    if (index >= config_.links && first_dial) {
+      first_dial = false;
+      std::lock_guard lock(mutex_);
+      --growing_;
+    }
     if (stopping_) co_return;
     if (result.failure == link::dial_failure::relay_identity) {
       fatal(exit_identity, result.error);
@@ -138,7 +150,7 @@ asio::awaitable<void> connector::link_slot(unsigned index) {
       auto l = result.link;
       {
         std::lock_guard lock(mutex_);
-        links_.push_back(l);
+        links_.push_back({l, ++generation_});
       }
       spdlog::info("link {} connected to relay {}", index, config_.relay);
       link::link* raw = l.get();
@@ -153,7 +165,7 @@ asio::awaitable<void> connector::link_slot(unsigned index) {
       std::string reason = co_await l->run(std::move(h));
       {
         std::lock_guard lock(mutex_);
-        std::erase(links_, l);
+        std::erase_if(links_, [&](const pooled& p) { return p.link == l; });
       }
       if (stopping_) co_return;
       spdlog::warn("link {} to relay {} lost: {}; reconnecting", index, config_.relay, reason);
@@ -166,18 +178,22 @@ asio::awaitable<void> connector::link_slot(unsigned index) {
   }
 }
 
-std::shared_ptr<link::link> connector::pick() {
+std::shared_ptr<link::link> connector::pick(link_choice choice) {
   std::lock_guard lock(mutex_);
-  if (links_.empty()) return nullptr;
-  return links_[next_++ % links_.size()];
+  for (std::size_t tries = 0; tries < links_.size(); ++tries) {
+    auto& p = links_[next_++ % links_.size()];
+    if (p.link.get() != choice.avoid && p.generation > choice.after) return p.link;
+  }
+  return nullptr;
 }
 
-asio::awaitable<std::shared_ptr<link::link>> connector::wait_for_link() {
-  // Only while no link is up (starting, or the relay restarting): a short poll is enough.
+asio::awaitable<std::shared_ptr<link::link>> connector::wait_for_link(link_choice choice) {
+  // Only while no link is up (starting, or the relay restarting), or while the one that was
+  // full is the only one: a short poll is enough.
   auto deadline = std::chrono::steady_clock::now() + config_.connect_timeout;
   asio::steady_timer timer(co_await asio::this_coro::executor);
   while (!stopping_) {
-    if (auto l = pick()) co_return l;
+    if (auto l = pick(choice)) co_return l;
     if (std::chrono::steady_clock::now() >= deadline) break;
     timer.expires_after(std::chrono::milliseconds(20));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -196,12 +212,13 @@ asio::awaitable<void> connector::accept_loop() {
       co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
       continue;
     }
-    spawn_logged(acceptor_->get_executor(), dispatch(std::move(socket), 0), "connection");
+    spawn_logged(acceptor_->get_executor(), dispatch(std::move(socket), 0, {}), "connection");
   }
 }
 
-asio::awaitable<void> connector::dispatch(tcp::socket socket, int attempt) {
-  auto l = co_await wait_for_link();
+asio::awaitable<void> connector::dispatch(tcp::socket socket, int attempt, link_choice choice) {
+  auto waiting = wait_for_link(choice);
+  auto l = co_await std::move(waiting);
   boost::system::error_code ec;
   if (!l) {
     std::lock_guard lock(mutex_);
@@ -223,11 +240,27 @@ asio::awaitable<void> connector::session(std::shared_ptr<link::link> l, tcp::soc
   auto tls = co_await std::move(opening);
   boost::system::error_code ec;
   if (!tls) {
-    if (full && attempt < 3 && !stopping_) {
-      grow();  // every link was full or closing: another one will take the next connections
-      auto ex = socket.get_executor();
-      spawn_logged(ex, dispatch(std::move(socket), attempt + 1), "connection");
-      co_return;
+    if (full && attempt < 8 && !stopping_) {
+      // This link is full or closing: another one takes the connection, and once every link
+      // has been tried, a new one (the connection waits for it).
+      link_choice next{l.get(), 0};
+      bool all_tried;
+      {
+        std::lock_guard lock(mutex_);
+        all_tried = static_cast<std::size_t>(attempt) + 1 >= links_.size();
+        if (all_tried) next.after = generation_;
+      }
+      if (!all_tried || grow()) {
+        auto ex = socket.get_executor();
+        spawn_logged(ex, dispatch(std::move(socket), attempt + 1, next), "connection");
+        co_return;
+      }
+      std::lock_guard lock(mutex_);
+      if (refused_log_.allow())
+        spdlog::warn(
+            "every link to the relay is full and --max-links {} are open; closing "
+            "the connection",
+            config_.max_links);
     }
     socket.set_option(asio::socket_base::linger(true, 0), ec);
     co_return;
@@ -362,8 +395,10 @@ asio::awaitable<void> tls_to_stdout(e2ee::secure_stream& tls, asio::posix::strea
 asio::awaitable<void> connector::stdio_session() {
   std::unique_ptr<e2ee::secure_stream> tls;
   std::shared_ptr<link::link> l;
-  for (int attempt = 0; attempt < 3 && !tls && !stopping_; ++attempt) {
-    l = co_await wait_for_link();
+  link_choice choice;
+  for (int attempt = 0; attempt < 8 && !tls && !stopping_; ++attempt) {
+    auto waiting = wait_for_link(choice);
+    l = co_await std::move(waiting);
     if (!l) {
       fatal(exit_failed, "could not reach relay " + config_.relay + " within " +
                              format_duration(config_.connect_timeout));
@@ -373,7 +408,16 @@ asio::awaitable<void> connector::stdio_session() {
     auto opening = run_on(l->executor(), open_secure(l, full));
     tls = co_await std::move(opening);
     if (!tls && !full) co_return;  // open_secure said why and set the exit code
-    if (!tls) grow();
+    if (!tls) choice = {l.get(), 0};
+    if (!tls && attempt + 1 >= static_cast<int>(config_.links)) {
+      std::uint64_t now;
+      {
+        std::lock_guard lock(mutex_);
+        now = generation_;
+      }
+      if (!grow()) break;
+      choice.after = now;
+    }
   }
   if (!tls) {
     fatal(exit_failed, "every link to the relay is full");

@@ -51,11 +51,21 @@ class connector {
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> stdio_session();
   boost::asio::awaitable<bool> stdio_splice(std::unique_ptr<e2ee::secure_stream> tls);
-  // A connected link, waiting up to the connect timeout while none is up.
-  boost::asio::awaitable<std::shared_ptr<link::link>> wait_for_link();
-  std::shared_ptr<link::link> pick();
-  void grow();
-  boost::asio::awaitable<void> dispatch(boost::asio::ip::tcp::socket socket, int attempt);
+  // Which link a connection may take: not `avoid` (it was just full), and, once every link has
+  // been full, only one that connected after generation `after`.
+  struct link_choice {
+    const link::link* avoid = nullptr;
+    std::uint64_t after = 0;
+  };
+  // A connected link that fits `choice`, waiting up to the connect timeout while there is none.
+  boost::asio::awaitable<std::shared_ptr<link::link>> wait_for_link(link_choice choice);
+  std::shared_ptr<link::link> pick(link_choice choice);
+  // Adds a link slot (up to max_links); `when_full`: only if no other added slot is still
+  // connecting, so a burst of full links adds one link at a time. True when a new link is on
+  // its way (added now or earlier).
+  bool grow(bool when_full = true);
+  boost::asio::awaitable<void> dispatch(boost::asio::ip::tcp::socket socket, int attempt,
+                                        link_choice choice);
   boost::asio::awaitable<void> session(std::shared_ptr<link::link> link,
                                        boost::asio::ip::tcp::socket socket, int attempt);
   // Opens the stream and runs the TLS handshake with the agent; null on failure (logged).
@@ -74,9 +84,15 @@ class connector {
   e2ee::session_cache sessions_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
 
-  std::mutex mutex_;                                // guards links_, slots_ and the log limiters
-  std::vector<std::shared_ptr<link::link>> links_;  // connected and usable
+  std::mutex mutex_;  // guards links_, slots_ and the log limiters
+  struct pooled {
+    std::shared_ptr<link::link> link;
+    std::uint64_t generation;  // order of connecting
+  };
+  std::vector<pooled> links_;  // connected and usable
+  std::uint64_t generation_ = 0;
   unsigned slots_ = 0;
+  unsigned growing_ = 0;  // slots added for a full pool that have not connected yet
   std::size_t next_ = 0;
   log_limiter refused_log_{std::chrono::seconds(10)};
   log_limiter handshake_log_{std::chrono::seconds(10)};

@@ -68,7 +68,8 @@ void name_registry::detach(const link::link* gone) {
 }
 
 name_registry::route name_registry::pick(const std::string& name, std::string_view visitor_token,
-                                         const boost::asio::any_io_executor& preferred) {
+                                         const boost::asio::any_io_executor& preferred,
+                                         const link::link* avoid) {
   route out;
   std::lock_guard lock(mutex_);
   auto it = names_.find(name);
@@ -87,18 +88,22 @@ name_registry::route name_registry::pick(const std::string& name, std::string_vi
       return out;
     }
   }
-  std::shared_ptr<link::link> fallback;
+  // (A link's own state belongs to its thread; whether it can take a stream, open_stream tells.)
+  std::shared_ptr<link::link> other, last_resort;
   for (std::size_t tries = 0; tries < e.links.size(); ++tries) {
     auto l = e.links[e.next++ % e.links.size()].lock();
-    if (!l) continue;  // (a link's own state belongs to its thread: open_stream tells)
-    if (l->executor() == preferred) {
+    if (!l) continue;
+    if (l.get() == avoid) {
+      last_resort = std::move(l);
+    } else if (l->executor() == preferred) {
       out.link = std::move(l);
       return out;
+    } else if (!other) {
+      other = std::move(l);
     }
-    if (!fallback) fallback = std::move(l);
   }
-  if (fallback) {
-    out.link = std::move(fallback);
+  if (other || last_resort) {
+    out.link = other ? std::move(other) : std::move(last_resort);
     return out;
   }
   out.status = proto::stream_status::unreachable;

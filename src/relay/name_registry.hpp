@@ -28,14 +28,15 @@ class name_registry {
   void detach(const link::link* link);
 
   // The agent link to carry a visitor's stream, or why there is none. A link on `preferred`
-  // (the visitor link's thread) wins, so most streams are bridged without a thread hop.
+  // (the visitor link's thread) wins, so most streams are bridged without a thread hop; `avoid`
+  // (a link that just refused a stream for being full) is taken only when nothing else is left.
   struct route {
     std::shared_ptr<link::link> link;
     proto::stream_status status = proto::stream_status::ok;
     std::string reason;
   };
   route pick(const std::string& name, std::string_view visitor_token,
-             const boost::asio::any_io_executor& preferred);
+             const boost::asio::any_io_executor& preferred, const link::link* avoid = nullptr);
 
   // Releases names whose grace ran out; returns how many.
   std::size_t expire(std::chrono::steady_clock::time_point now);

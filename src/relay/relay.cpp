@@ -373,8 +373,9 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   std::string token = std::move(meta.visitor_token);
   meta.visitor_token.clear();  // the agent never sees it
   agent_open opened;
+  const link::link* full = nullptr;
   for (int attempt = 0; attempt < 3 && !opened.stream; ++attempt) {
-    auto route = names_.pick(meta.service, token, l->executor());
+    auto route = names_.pick(meta.service, token, l->executor(), full);
     if (!route.link) {
       opened.status = route.status;
       opened.reason = std::move(route.reason);
@@ -385,6 +386,7 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
     opened = co_await std::move(opening);
     // Only a full or closing link is worth another try; the agent's own answers are final.
     if (opened.status != proto::stream_status::overloaded) break;
+    full = route.link.get();
   }
   if (!opened.stream) {
     if (!s->is_reset()) l->refuse(*s, opened.status, opened.reason);

@@ -6,7 +6,10 @@
 #include <atomic>
 #include <thread>
 
+#include <fstream>
+
 #include "e2e/tunnel_fixture.hpp"
+#include "tls/certs.hpp"
 
 namespace burrow::test {
 namespace {
@@ -201,6 +204,69 @@ TEST_F(tunnel_test, VisitorTokenIsAskedAndGuessedNamesLeadNowhere) {
   auto visitor = start_connect(relay, agent, {"--visitor-token", "vt-right-token"});
   EXPECT_EQ(exchange(visitor.port, "let me in"), "let me in");
   EXPECT_EQ(echo.accepted(), 1u);  // the refused ones never reached the service
+}
+
+TEST_F(tunnel_test, ConnectOpensMoreLinksWhenItsLinksAreFull) {
+  tcp_server echo(server_mode::echo);
+  // Eight streams per link: connect's one link fills up and it must open more.
+  auto relay = start_relay({"--max-streams", "8"});
+  auto agent = start_e2ee_agent(relay, echo.port(), {"--links", "3"});
+  auto visitor = start_connect(relay, agent, {"--links", "1", "--max-links", "4"});
+  ASSERT_NE(visitor.port, 0);
+  constexpr int held = 20;  // more than one link takes, fewer than the agent's 3 x 8
+  std::vector<int> fds;
+  for (int i = 0; i < held; ++i) {
+    int fd = connect_tcp(visitor.port, 10s);
+    ASSERT_GE(fd, 0);
+    std::string msg = "held " + std::to_string(i);
+    ASSERT_TRUE(write_all(fd, msg, 10s));
+    // Each answers while all stay open, so every one holds a stream.
+    auto got = read_exact(fd, msg.size(), 20s);
+    ASSERT_TRUE(got) << "connection " << i << "\n" << visitor.proc->output();
+    EXPECT_EQ(*got, msg);
+    fds.push_back(fd);
+  }
+  for (int fd : fds) ::close(fd);
+  EXPECT_TRUE(visitor.proc->wait_for_line(std::regex("link [1-3] connected"), 5s))
+      << visitor.proc->output();
+}
+
+TEST_F(tunnel_test, AgentUsesTheUsersOwnEndToEndCertificate) {
+  tcp_server echo(server_mode::echo);
+  auto pair = tls::make_self_signed("my agent", {"agent.example"}, std::chrono::hours(24));
+  auto cert = dir_ / "mine.crt";
+  auto key = dir_ / "mine.key";
+  std::ofstream(cert) << pair.cert_pem;
+  std::ofstream(key) << pair.key_pem;
+  auto relay = start_relay();
+  auto agent = start_e2ee_agent(relay, echo.port(),
+                                {"--e2ee-cert", cert.string(), "--e2ee-key", key.string()});
+  EXPECT_EQ(agent.pin, tls::fingerprint_sha256(pair.cert_pem));
+  auto visitor = start_connect(relay, agent);
+  EXPECT_EQ(exchange(visitor.port, "own key"), "own key");
+  // Nothing was written to the state directory: the user's pair is used as it is.
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "agent" / "e2ee.key"));
+}
+
+TEST_F(tunnel_test, UpExposesEndToEndServicesWithAVisitorTokenFromTheFile) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto file = dir_ / "burrow.toml";
+  std::ofstream(file) << "relay = \"127.0.0.1:" << relay.agent_port << "\"\n"
+                      << "relay_pin = \"" << relay.fingerprint << "\"\n"
+                      << "state_dir = \"" << (dir_ / "agent").string() << "\"\n\n"
+                      << "[[service]]\nname = \"db\"\nlocal = " << echo.port()
+                      << "\nvisitor_token = \"db-visitor-token\"\n";
+  auto up = child_process::start("up", {BURROW_BINARY, "up", "-c", file.string()},
+                                 {{"BURROW_TOKEN", relay.token}});
+  auto m = up->wait_for_line(
+      std::regex(R"(reachable end to end as db \(certificate (sha256:[0-9a-f]{64})\))"), 10s);
+  ASSERT_TRUE(m) << up->output();
+  e2ee_agent_process agent{nullptr, "db", m->groups[1]};
+  auto refused = spawn_connect(relay, "db", agent.pin, {"--stdio"});
+  EXPECT_EQ(refused->wait_exit(15s), 1);
+  auto visitor = start_connect(relay, agent, {"--visitor-token", "db-visitor-token"});
+  EXPECT_EQ(exchange(visitor.port, "from the file"), "from the file");
 }
 
 }  // namespace
