@@ -27,6 +27,7 @@
 #include "link/dial.hpp"
 #include "link/drain.hpp"
 #include "link/handshake.hpp"
+#include "link/redial.hpp"
 #include "link/stream.hpp"
 #include "tls/contexts.hpp"
 
@@ -136,61 +137,53 @@ asio::awaitable<link::dial_result> agent::connect_once(unsigned index) {
 }
 
 asio::awaitable<void> agent::link_slot(unsigned index) {
-  backoff delays(config_.backoff_first, config_.backoff_max);
-  log_limiter unreachable_log(std::chrono::seconds(10));
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  while (!stopping_) {
-    auto result = co_await connect_once(index);
-    if (stopping_) co_return;
-    if (result.failure != link::dial_failure::none && result.failure != link::dial_failure::retry) {
-      fatal(result.failure == link::dial_failure::bad_token        ? exit_bad_token
-            : result.failure == link::dial_failure::relay_identity ? exit_relay_identity
-                                                                   : exit_config,
-            result.error);
-      co_return;
-    }
-    if (result.link) {
-      delays.reset();
-      auto l = result.link;
-      {
-        std::lock_guard lock(mutex_);
-        links_.push_back(l);
-      }
-      spdlog::info("link {} connected to relay {}", index, config_.relay);
-      link::link* raw = l.get();
-      link::link::handlers h;
-      h.on_control = [this, raw](proto::control_message m) {
-        if (auto* r = std::get_if<proto::registered>(&m))
-          on_registered(*raw, *r);
-        else if (auto* e = std::get_if<proto::link_error>(&m))
-          spdlog::error("relay: {} ({})", e->message, e->code);
-      };
-      h.on_open = [this, raw](std::shared_ptr<link::stream> s, proto::open_metadata meta) {
-        std::size_t found = services_.size();
-        for (std::size_t i = 0; i < services_.size(); ++i)
-          if (services_[i].config.name == meta.service) found = i;
-        if (found == services_.size()) {
-          raw->refuse(*s, proto::stream_status::no_service, "no such service on this agent");
-          return;
-        }
-        spawn_logged(raw->executor(),
-                     local_session(raw->shared_from_this(), std::move(s), std::move(meta), found),
-                     "stream");
-      };
-      h.on_go_away = [index] {
-        spdlog::info("link {}: the relay is going away; will reconnect", index);
-      };
-      l->send_control(registration());
-      std::string reason = co_await l->run(std::move(h));
-      if (stopping_) co_return;
-      spdlog::warn("link {} to relay {} lost: {}; reconnecting", index, config_.relay, reason);
-    } else if (unreachable_log.allow()) {
-      spdlog::warn("relay {} unreachable: {}; retrying (every {} at most)", config_.relay,
-                   result.error, format_duration(config_.backoff_max));
-    }
-    timer.expires_after(delays.next());
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  link::redial_plan plan;
+  plan.relay = config_.relay;
+  plan.index = index;
+  plan.backoff_first = config_.backoff_first;
+  plan.backoff_max = config_.backoff_max;
+  plan.stopping = &stopping_;
+  plan.dial = [this, index] { return connect_once(index); };
+  plan.serve = [this, index](std::shared_ptr<link::link> l) { return serve_link(index, l); };
+  plan.fatal = [this](const link::dial_result& r) {
+    fatal(r.failure == link::dial_failure::bad_token        ? exit_bad_token
+          : r.failure == link::dial_failure::relay_identity ? exit_relay_identity
+                                                            : exit_config,
+          r.error);
+  };
+  co_await link::redial(std::move(plan));
+}
+
+asio::awaitable<std::string> agent::serve_link(unsigned index, std::shared_ptr<link::link> l) {
+  {
+    std::lock_guard lock(mutex_);
+    links_.push_back(l);
   }
+  link::link* raw = l.get();
+  link::link::handlers h;
+  h.on_control = [this, raw](proto::control_message m) {
+    if (auto* r = std::get_if<proto::registered>(&m))
+      on_registered(*raw, *r);
+    else if (auto* e = std::get_if<proto::link_error>(&m))
+      spdlog::error("relay: {} ({})", e->message, e->code);
+  };
+  h.on_open = [this, raw](std::shared_ptr<link::stream> s, proto::open_metadata meta) {
+    std::size_t found = services_.size();
+    for (std::size_t i = 0; i < services_.size(); ++i)
+      if (services_[i].config.name == meta.service) found = i;
+    if (found == services_.size()) {
+      raw->refuse(*s, proto::stream_status::no_service, "no such service on this agent");
+      return;
+    }
+    spawn_logged(raw->executor(),
+                 local_session(raw->shared_from_this(), std::move(s), std::move(meta), found),
+                 "stream");
+  };
+  h.on_go_away = [index] {
+    spdlog::info("link {}: the relay is going away; will reconnect", index);
+  };
+  l->send_control(registration());
+  co_return co_await l->run(std::move(h));
 }
 
 void agent::on_registered(link::link& l, const proto::registered& r) {

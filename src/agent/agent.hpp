@@ -49,6 +49,7 @@ class agent {
   };
 
   boost::asio::awaitable<void> link_slot(unsigned index);
+  boost::asio::awaitable<std::string> serve_link(unsigned index, std::shared_ptr<link::link> l);
   boost::asio::awaitable<link::dial_result> connect_once(unsigned index);
   boost::asio::awaitable<void> local_session(std::shared_ptr<link::link> link,
                                              std::shared_ptr<link::stream> stream,

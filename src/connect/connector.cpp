@@ -23,6 +23,7 @@
 #include "core/spawn.hpp"
 #include "e2ee/secure_stream.hpp"
 #include "e2ee/splice.hpp"
+#include "link/redial.hpp"
 #include "link/stream.hpp"
 #include "tls/contexts.hpp"
 
@@ -120,62 +121,52 @@ bool connector::grow(bool when_full) {
 }
 
 asio::awaitable<void> connector::link_slot(unsigned index) {
-  backoff delays(config_.backoff_first, config_.backoff_max);
-  log_limiter unreachable_log(std::chrono::seconds(10));
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  bool first_dial = true;
-  while (!stopping_) {
+  link::redial_plan plan;
+  plan.relay = config_.relay;
+  plan.index = index;
+  plan.backoff_first = config_.backoff_first;
+  plan.backoff_max = config_.backoff_max;
+  plan.stopping = &stopping_;
+  plan.dial = [this, index] {
     link::dial_options o = dial_;
     o.link_name = "relay " + config_.relay + " link " + std::to_string(index);
     proto::hello hello{{proto::protocol_version}, "visitor", "", session_, index,
                        "burrow/" BURROW_VERSION};
-    auto dialling = link::dial_relay(std::move(o), link_tls_, std::move(hello));
-    auto result = co_await std::move(dialling);
-    if (index >= config_.links && first_dial) {
-      first_dial = false;
+    return link::dial_relay(std::move(o), link_tls_, std::move(hello));
+  };
+  plan.serve = [this](std::shared_ptr<link::link> l) { return serve_link(l); };
+  plan.fatal = [this](const link::dial_result& r) {
+    fatal(r.failure == link::dial_failure::relay_identity ? exit_identity : exit_failed, r.error);
+  };
+  if (index >= config_.links) {
+    plan.first_attempt_done = [this] {
       std::lock_guard lock(mutex_);
       --growing_;
-    }
-    if (stopping_) co_return;
-    if (result.failure == link::dial_failure::relay_identity) {
-      fatal(exit_identity, result.error);
-      co_return;
-    }
-    if (result.failure != link::dial_failure::none && result.failure != link::dial_failure::retry) {
-      fatal(exit_failed, result.error);
-      co_return;
-    }
-    if (result.link) {
-      delays.reset();
-      auto l = result.link;
-      {
-        std::lock_guard lock(mutex_);
-        links_.push_back({l, ++generation_});
-      }
-      spdlog::info("link {} connected to relay {}", index, config_.relay);
-      link::link* raw = l.get();
-      link::link::handlers h;
-      h.on_control = [](proto::control_message m) {
-        if (auto* e = std::get_if<proto::link_error>(&m))
-          spdlog::error("relay: {} ({})", e->message, e->code);
-      };
-      h.on_open = [raw](std::shared_ptr<link::stream> s, proto::open_metadata) {
-        raw->refuse(*s, proto::stream_status::forbidden, "visitors accept no streams");
-      };
-      std::string reason = co_await l->run(std::move(h));
-      {
-        std::lock_guard lock(mutex_);
-        std::erase_if(links_, [&](const pooled& p) { return p.link == l; });
-      }
-      if (stopping_) co_return;
-      spdlog::warn("link {} to relay {} lost: {}; reconnecting", index, config_.relay, reason);
-    } else if (unreachable_log.allow()) {
-      spdlog::warn("relay {} unreachable: {}; retrying (every {} at most)", config_.relay,
-                   result.error, format_duration(config_.backoff_max));
-    }
-    timer.expires_after(delays.next());
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    };
   }
+  co_await link::redial(std::move(plan));
+}
+
+asio::awaitable<std::string> connector::serve_link(std::shared_ptr<link::link> l) {
+  {
+    std::lock_guard lock(mutex_);
+    links_.push_back({l, ++generation_});
+  }
+  link::link* raw = l.get();
+  link::link::handlers h;
+  h.on_control = [](proto::control_message m) {
+    if (auto* e = std::get_if<proto::link_error>(&m))
+      spdlog::error("relay: {} ({})", e->message, e->code);
+  };
+  h.on_open = [raw](std::shared_ptr<link::stream> s, proto::open_metadata) {
+    raw->refuse(*s, proto::stream_status::forbidden, "visitors accept no streams");
+  };
+  std::string reason = co_await l->run(std::move(h));
+  {
+    std::lock_guard lock(mutex_);
+    std::erase_if(links_, [&](const pooled& p) { return p.link == l; });
+  }
+  co_return reason;
 }
 
 std::shared_ptr<link::link> connector::pick(link_choice choice) {
@@ -278,41 +269,40 @@ asio::awaitable<std::unique_ptr<e2ee::secure_stream>> connector::open_secure(
     full = true;
     co_return nullptr;
   }
-  auto waiting = s->wait_open_result();
-  auto status = co_await with_deadline(std::move(waiting), config_.connect_timeout);
-  if (!status || *status != proto::stream_status::ok) {
-    std::string why = !status ? "no answer within " + format_duration(config_.connect_timeout)
-                      : s->refusal_reason().empty() ? std::string(proto::to_string(*status))
-                                                    : s->refusal_reason();
-    if (!status) s->reset(proto::stream_status::cancelled);
-    l->stream_finished(s->id());
-    if (status && (*status == proto::stream_status::overloaded ||
-                   *status == proto::stream_status::going_away)) {
-      full = true;
-      co_return nullptr;
-    }
-    std::string message =
-        "the relay could not open a connection to " + config_.service + ": " + why;
-    if (config_.stdio) {
-      fatal(exit_failed, message);
-    } else {
-      std::lock_guard lock(mutex_);
-      if (refused_log_.allow()) spdlog::error("{}", message);
-    }
-    co_return nullptr;
-  }
-
   auto tls =
       std::make_unique<e2ee::secure_stream>(e2ee_tls_.native_handle(), s, e2ee::tls_role::client);
   // The pin is part of the key: a session made with one pin never resumes under another.
   sessions_.prepare(tls->native_handle(), config_.service + " " + config_.pin);
   tls::verification_outcome outcome;
   tls::apply_peer_verification(tls->native_handle(), {config_.pin, "", ""}, &outcome);
+  // Optimistic: the ClientHello follows the open frame at once, without waiting for the relay's
+  // answer, which saves a round trip through relay and agent on every new connection. A refused
+  // open resets the stream, and the handshake ends with the refusal.
   auto shaking = tls->handshake();
   auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);
   if (!shaken || *shaken) {
+    bool refused = s->is_reset() && !s->open_confirmed();
+    auto status = s->reset_status();
     tls->abort(proto::stream_status::cancelled);
     l->stream_finished(s->id());
+    if (refused && (status == proto::stream_status::overloaded ||
+                    status == proto::stream_status::going_away)) {
+      full = true;
+      co_return nullptr;
+    }
+    if (refused) {
+      std::string why =
+          s->refusal_reason().empty() ? std::string(proto::to_string(status)) : s->refusal_reason();
+      std::string message =
+          "the relay could not open a connection to " + config_.service + ": " + why;
+      if (config_.stdio) {
+        fatal(exit_failed, message);
+      } else {
+        std::lock_guard lock(mutex_);
+        if (refused_log_.allow()) spdlog::error("{}", message);
+      }
+      co_return nullptr;
+    }
     if (outcome.pin_mismatch) {
       std::string message =
           "the agent of " + config_.service + " presented certificate " + outcome.seen_fingerprint +

@@ -48,6 +48,7 @@ class connector {
 
  private:
   boost::asio::awaitable<void> link_slot(unsigned index);
+  boost::asio::awaitable<std::string> serve_link(std::shared_ptr<link::link> l);
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> stdio_session();
   boost::asio::awaitable<bool> stdio_splice(std::unique_ptr<e2ee::secure_stream> tls);

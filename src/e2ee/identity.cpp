@@ -1,6 +1,8 @@
 // Creates, reloads and checks the agent's end-to-end certificate and key.
 #include "e2ee/identity.hpp"
 
+#include "core/state_path.hpp"
+
 #include "core/secret.hpp"
 
 #include <chrono>
@@ -83,12 +85,7 @@ tls::key_pair load_identity_files(const fs::path& cert_path, const fs::path& key
 }
 
 fs::path default_agent_state_dir() {
-  // XDG says relative values are invalid and must be ignored.
-  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg == '/')
-    return fs::path(xdg) / "burrow" / "agent";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return fs::path(home) / ".local" / "state" / "burrow" / "agent";
-  return fs::path(".burrow-agent");
+  return default_state_dir("agent");
 }
 
 }  // namespace burrow::e2ee

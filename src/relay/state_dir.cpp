@@ -2,6 +2,7 @@
 #include "relay/state_dir.hpp"
 
 #include "core/secret.hpp"
+#include "core/state_path.hpp"
 
 #include <boost/asio/ip/address.hpp>
 
@@ -132,12 +133,7 @@ relay_state load_or_create_state(const fs::path& dir, const std::vector<std::str
 }
 
 fs::path default_state_dir() {
-  // XDG says relative values are invalid and must be ignored.
-  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg == '/')
-    return fs::path(xdg) / "burrow" / "relay";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return fs::path(home) / ".local" / "state" / "burrow" / "relay";
-  return fs::path(".burrow-relay");
+  return burrow::default_state_dir("relay");
 }
 
 }  // namespace burrow::relay

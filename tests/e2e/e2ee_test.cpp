@@ -110,13 +110,7 @@ TEST_F(tunnel_test, AgentRestartKeepsItsKeyNameAndFingerprint) {
   EXPECT_EQ(second.pin, first.pin);
   EXPECT_EQ(second.service, first.service);
   // The visitor's own `connect`, still running with the old pin, reaches the new process.
-  std::optional<std::string> reply;
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline && reply != "after") {
-    reply = exchange(visitor.port, "after", 3s);
-    if (reply != "after") std::this_thread::sleep_for(50ms);
-  }
-  EXPECT_EQ(reply, "after") << visitor.proc->output();
+  EXPECT_EQ(exchange_until_echoed(visitor.port, "after", 10s), "after") << visitor.proc->output();
 }
 
 TEST_F(tunnel_test, ConnectComesBackOnItsOwnAfterARelayRestart) {
@@ -131,13 +125,7 @@ TEST_F(tunnel_test, ConnectComesBackOnItsOwnAfterARelayRestart) {
   auto restarted = start_relay({}, relay.agent_port);
   ASSERT_EQ(restarted.agent_port, relay.agent_port);
 
-  std::optional<std::string> reply;
-  auto deadline = std::chrono::steady_clock::now() + 15s;
-  while (std::chrono::steady_clock::now() < deadline && reply != "after") {
-    reply = exchange(visitor.port, "after", 3s);
-    if (reply != "after") std::this_thread::sleep_for(50ms);
-  }
-  EXPECT_EQ(reply, "after") << visitor.proc->output();
+  EXPECT_EQ(exchange_until_echoed(visitor.port, "after", 15s), "after") << visitor.proc->output();
   EXPECT_TRUE(visitor.proc->running());
 }
 
@@ -147,32 +135,7 @@ TEST_F(tunnel_test, ThousandConnectionsAtOnceThroughOneConnect) {
   auto agent = start_e2ee_agent(relay, echo.port());
   auto visitor = start_connect(relay, agent);
   ASSERT_NE(visitor.port, 0);
-  constexpr int visitors = 1000;
-  std::atomic<int> ok{0}, failed{0}, connected{0};
-  std::vector<std::thread> threads;
-  threads.reserve(visitors);
-  for (int i = 0; i < visitors; ++i) {
-    threads.emplace_back([&, i] {
-      std::string msg = deterministic_bytes(1024, static_cast<std::uint64_t>(i));
-      int fd = connect_tcp(visitor.port, 30s);
-      if (fd < 0) {
-        ++failed;
-        return;
-      }
-      ++connected;
-      auto until = std::chrono::steady_clock::now() + 30s;
-      while (connected < visitors && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(5ms);
-      bool good = write_all(fd, msg, 60s);
-      ::shutdown(fd, SHUT_WR);
-      auto back = good ? read_until_eof(fd, 60s, 4096) : std::nullopt;
-      ::close(fd);
-      (back && *back == msg) ? ++ok : ++failed;
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(failed.load(), 0) << visitor.proc->output();
-  EXPECT_EQ(ok.load(), visitors);
+  EXPECT_EQ(concurrent_echoes(visitor.port, 1000), 1000) << visitor.proc->output();
 }
 
 TEST_F(tunnel_test, VisitorTokenIsAskedAndGuessedNamesLeadNowhere) {

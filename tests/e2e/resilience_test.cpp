@@ -38,14 +38,8 @@ TEST_F(tunnel_test, RelayRestartComesBackOnTheSamePortWithoutHelp) {
   ASSERT_EQ(restarted.agent_port, relay.agent_port);
   ASSERT_EQ(restarted.fingerprint, relay.fingerprint);  // same state directory, same identity
 
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  std::optional<std::string> reply;
-  while (std::chrono::steady_clock::now() < deadline) {
-    reply = exchange(agent.public_port, "after", 2s);
-    if (reply == "after") break;
-    std::this_thread::sleep_for(50ms);
-  }
-  EXPECT_EQ(reply, "after") << agent.proc->output();
+  EXPECT_EQ(exchange_until_echoed(agent.public_port, "after", 10s), "after")
+      << agent.proc->output();
   EXPECT_TRUE(agent.proc->running());
 }
 

@@ -61,34 +61,7 @@ TEST_F(tunnel_test, ThousandConcurrentVisitorsWithZeroErrors) {
   auto relay = start_relay();
   auto agent = start_agent(relay, echo.port());
   ASSERT_NE(agent.public_port, 0);
-  constexpr int visitors = 1000;
-  std::atomic<int> ok{0}, failed{0};
-  std::atomic<int> connected{0};
-  std::vector<std::thread> threads;
-  threads.reserve(visitors);
-  for (int i = 0; i < visitors; ++i) {
-    threads.emplace_back([&, i] {
-      std::string msg = deterministic_bytes(1024, static_cast<std::uint64_t>(i));
-      int fd = connect_tcp(agent.public_port, 30s);
-      if (fd < 0) {
-        ++failed;
-        return;
-      }
-      ++connected;
-      // Hold every connection open at once before any of them finishes.
-      auto until = std::chrono::steady_clock::now() + 30s;
-      while (connected < visitors && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(5ms);
-      bool good = write_all(fd, msg, 30s);
-      ::shutdown(fd, SHUT_WR);
-      auto back = good ? read_until_eof(fd, 30s, 4096) : std::nullopt;
-      ::close(fd);
-      (back && *back == msg) ? ++ok : ++failed;
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(failed.load(), 0);
-  EXPECT_EQ(ok.load(), visitors);
+  EXPECT_EQ(concurrent_echoes(agent.public_port, 1000), 1000);
 }
 
 TEST_F(tunnel_test, VisitorThatNeverReadsDoesNotSlowAnotherOnTheSameLink) {

@@ -6,9 +6,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace burrow::test {
 
@@ -170,6 +172,44 @@ std::optional<std::string> tunnel_test::exchange(std::uint16_t port, std::string
   }
   ::close(fd);
   return out;
+}
+
+std::optional<std::string> tunnel_test::exchange_until_echoed(std::uint16_t port,
+                                                              const std::string& data,
+                                                              std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  std::optional<std::string> reply;
+  while (std::chrono::steady_clock::now() < deadline) {
+    reply = exchange(port, data, 3s);
+    if (reply == data) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  return reply;
+}
+
+int tunnel_test::concurrent_echoes(std::uint16_t port, int visitors) {
+  std::atomic<int> ok{0}, connected{0};
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(visitors));
+  for (int i = 0; i < visitors; ++i) {
+    threads.emplace_back([&, i] {
+      std::string msg = deterministic_bytes(1024, static_cast<std::uint64_t>(i));
+      int fd = connect_tcp(port, 30s);
+      if (fd < 0) return;
+      ++connected;
+      // Hold every connection open at once before any of them finishes.
+      auto until = std::chrono::steady_clock::now() + 30s;
+      while (connected < visitors && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(5ms);
+      bool good = write_all(fd, msg, 60s);
+      ::shutdown(fd, SHUT_WR);
+      auto back = good ? read_until_eof(fd, 60s, 4096) : std::nullopt;
+      ::close(fd);
+      if (back && *back == msg) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  return ok.load();
 }
 
 }  // namespace burrow::test

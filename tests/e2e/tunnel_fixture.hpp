@@ -72,6 +72,13 @@ class tunnel_test : public ::testing::Test {
   // One request through `port`: writes `data`, half-closes, reads until EOF.
   std::optional<std::string> exchange(std::uint16_t port, std::string_view data,
                                       std::chrono::milliseconds deadline = 10s);
+  // Repeats exchange(port, data) until it echoes `data` or `limit` passes (a tunnel coming back
+  // after a restart); returns the last reply.
+  std::optional<std::string> exchange_until_echoed(std::uint16_t port, const std::string& data,
+                                                   std::chrono::milliseconds limit);
+  // `visitors` connections to `port` (an echo service behind it), all open at once before any
+  // sends its 1 KiB and half-closes; returns how many got their bytes back intact.
+  int concurrent_echoes(std::uint16_t port, int visitors);
 
   std::filesystem::path dir_;
   std::filesystem::path state_dir_;
