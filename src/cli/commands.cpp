@@ -18,20 +18,9 @@ namespace burrow::cli {
 
 namespace {
 
-void add_log_options(option_set& o, CLI::App& app) {
-  o.add(app, "log-format", "text (default) or json, one object per line");
-  o.add(app, "log-level", "trace, debug, info (default), warn, error or off");
-}
-
 void add_agent_options(option_set& o, CLI::App& app) {
-  o.add(app, "relay", "the relay's agent address, HOST:PORT");
+  add_relay_link_options(o, app);
   o.add(app, "token", "the agent token the relay printed (better: BURROW_TOKEN)");
-  o.add(app, "relay-pin", "SHA-256 fingerprint of the relay's certificate (sha256:...)");
-  o.add(app, "relay-ca", "PEM file of CAs to verify the relay with, when there is no pin");
-  o.add(app, "links", "TLS links to keep open to the relay (default 2)");
-  o.add(app, "backoff-max", "longest wait between reconnect attempts (default 5s)");
-  o.add(app, "connect-timeout",
-        "deadline to reach the relay and finish the handshake (default 10s)");
   o.add(app, "drain-timeout", "on SIGINT/SIGTERM, how long open streams may finish (default 10s)");
   o.add(app, "state-dir",
         "where the end-to-end key and certificate live (default $XDG_STATE_HOME/burrow/agent)");

@@ -7,21 +7,14 @@
 namespace burrow::cli {
 
 void add_connect_options(option_set& o, CLI::App& app) {
-  o.add(app, "relay", "the relay's address, HOST:PORT, as the agent printed it");
-  o.add(app, "relay-pin", "SHA-256 fingerprint of the relay's certificate (sha256:...)");
-  o.add(app, "relay-ca", "PEM file of CAs to verify the relay with, when there is no pin");
+  add_relay_link_options(o, app);
   o.add(app, "pin", "SHA-256 fingerprint of the agent's end-to-end certificate (required)");
   o.add(app, "visitor-token",
         "the token the service asks of visitors, if any (better: BURROW_VISITOR_TOKEN)");
   o.add(app, "listen", "accept local connections on HOST:PORT (or PORT; 0 picks one)");
-  o.add(app, "links", "links kept open to the relay (default 2)");
   o.add(app, "max-links", "most links to open when the others are full (default 8)");
-  o.add(app, "backoff-max", "longest wait between reconnect attempts (default 5s)");
-  o.add(app, "connect-timeout",
-        "deadline for the relay, the stream and the agent's handshake (default 10s)");
   o.add(app, "resume", "resume TLS sessions with the agent: true (default) or false");
-  o.add(app, "log-format", "text (default) or json, one object per line");
-  o.add(app, "log-level", "trace, debug, info (default), warn, error or off");
+  add_log_options(o, app);
 }
 
 int run_connect(const layered_settings& s, std::string service, bool stdio) {

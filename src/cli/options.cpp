@@ -38,6 +38,21 @@ settings_layer option_set::given() const {
   return out;
 }
 
+void add_log_options(option_set& o, CLI::App& app) {
+  o.add(app, "log-format", "text (default) or json, one object per line");
+  o.add(app, "log-level", "trace, debug, info (default), warn, error or off");
+}
+
+void add_relay_link_options(option_set& o, CLI::App& app) {
+  o.add(app, "relay", "the relay's address, HOST:PORT, as `burrow relay` or the agent printed it");
+  o.add(app, "relay-pin", "SHA-256 fingerprint of the relay's certificate (sha256:...)");
+  o.add(app, "relay-ca", "PEM file of CAs to verify the relay with, when there is no pin");
+  o.add(app, "links", "TLS links to keep open to the relay (default 2)");
+  o.add(app, "backoff-max", "longest wait between reconnect attempts (default 5s)");
+  o.add(app, "connect-timeout",
+        "deadline to reach the relay and finish each handshake (default 10s)");
+}
+
 settings_layer environment_layer(const std::vector<std::string>& keys) {
   return settings_from_env(keys, [](const char* n) { return std::getenv(n); });
 }

@@ -35,6 +35,10 @@ settings_layer environment_layer(const std::vector<std::string>& keys);
 // Sets up logging from the layered settings; throws config_error on bad values.
 void init_logging_from(const layered_settings& s);
 
+void add_log_options(option_set& o, CLI::App& app);
+// What every dialler of the relay takes (agent and connect): where it is, how to trust it, how
+// many links, how to redial.
+void add_relay_link_options(option_set& o, CLI::App& app);
 void add_relay_options(option_set& o, CLI::App& app);
 int run_relay(const layered_settings& s);
 int run_agent(const layered_settings& s, std::vector<settings_layer> services);
