@@ -72,9 +72,11 @@ agent::agent(agent_config config)
     st.target = results.begin()->endpoint();
     services_.push_back(std::move(st));
   }
-  bool any_e2ee = std::any_of(services_.begin(), services_.end(),
-                              [](const service_state& st) { return st.config.e2ee; });
-  if (any_e2ee) {
+  // End-to-end services need the key; share URLs use its fingerprint for their default names.
+  bool needs_identity = std::any_of(
+      services_.begin(), services_.end(),
+      [](const service_state& st) { return st.config.e2ee || st.config.kind == "http"; });
+  if (needs_identity) {
     try {
       identity_ = config_.e2ee_cert.empty()
                       ? e2ee::load_or_create_identity(config_.state_dir.empty()
@@ -89,7 +91,7 @@ agent::agent(agent_config config)
     // A name the relay holds for this agent alone: the same after a restart (the key is kept),
     // different from every other agent's (the key is not).
     for (auto& st : services_)
-      if (st.config.e2ee && !st.config.name_given)
+      if ((st.config.e2ee || st.config.kind == "http") && !st.config.name_given)
         st.config.name += "-" + fingerprint_.substr(std::string("sha256:").size(), 8);
   }
 }
@@ -114,7 +116,7 @@ proto::register_services agent::registration() {
   std::lock_guard lock(mutex_);
   proto::register_services r;
   for (auto& s : services_) {
-    proto::service_spec spec{s.config.name, "tcp", s.assigned_port, s.config.e2ee, {}};
+    proto::service_spec spec{s.config.name, s.config.kind, s.assigned_port, s.config.e2ee, {}};
     if (!s.config.visitor_token.empty())
       spec.visitor_token_sha256 = hex(sha256(s.config.visitor_token));
     r.services.push_back(std::move(spec));
@@ -206,7 +208,7 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
       if (s.assigned_port != res.remote_port || s.public_address != res.public_address) {
         s.assigned_port = res.remote_port;
         s.public_address = res.public_address;
-        std::string line = fmt::format("tcp {} is public at {}",
+        std::string line = fmt::format("{} {} is public at {}", s.config.kind,
                                        format_host_port(s.config.local_host, s.config.local_port),
                                        res.public_address);
         std::fputs((line + "\n").c_str(), stdout);

@@ -68,6 +68,24 @@ service_config make_service(const settings_layer& s, std::string_view where) {
       throw config_error(std::string(where) + ": the visitor token must be 8 to 256 characters");
     svc.visitor_token = *t;
   }
+  if (auto* k = get("kind")) {
+    if (*k != "tcp" && *k != "http")
+      throw config_error(std::string(where) + ": kind '" + *k + "' is not tcp or http");
+    svc.kind = *k;
+  }
+  if (svc.kind == "http") {
+    svc.e2ee = false;  // the TLS of a share URL ends past the relay by itself
+    svc.mode = "passthrough";
+    if (auto* m = get("mode"); m && *m != "passthrough")
+      throw config_error(std::string(where) + ": mode '" + *m +
+                         "' is not available in this version; use mode passthrough (a local "
+                         "service that speaks TLS itself)");
+    if (svc.remote_port || get("visitor-token") || get("e2ee"))
+      throw config_error(std::string(where) +
+                         ": remote-port, e2ee and visitor-token are for tcp services");
+  } else if (get("mode")) {
+    throw config_error(std::string(where) + ": mode is for http services");
+  }
   if (svc.e2ee && svc.remote_port)
     throw config_error(std::string(where) +
                        ": remote-port is for public ports; end-to-end services have none "
@@ -76,7 +94,7 @@ service_config make_service(const settings_layer& s, std::string_view where) {
     svc.name = *n;
     svc.name_given = true;
   } else {
-    svc.name = "tcp-" + std::to_string(svc.local_port);
+    svc.name = svc.kind + "-" + std::to_string(svc.local_port);
   }
   return svc;
 }

@@ -43,6 +43,9 @@ int run(int argc, char** argv) {
   relay_cmd->add_option("-c,--config", relay_file, "TOML config file (flags and BURROW_* win)");
   add_relay_options(relay_opts, *relay_cmd);
   add_log_options(relay_opts, *relay_cmd);
+  auto* relay_ca_cmd = relay_cmd->add_subcommand(
+      "ca", "Print the relay's CA certificate (PEM), for visitors to trust");
+  relay_ca_cmd->fallthrough();  // --state-dir and the rest belong to `relay`
 
   // burrow tcp [HOST:]PORT
   option_set tcp_opts;
@@ -63,6 +66,21 @@ int run(int argc, char** argv) {
                "end to end: a token visitors must present (burrow connect --visitor-token)");
   tcp_opts.add(*tcp_cmd, "proxy-protocol",
                "send a PROXY protocol header (v1 or v2) to the service");
+
+  // burrow http [HOST:]PORT
+  option_set http_opts;
+  std::string http_local, http_file;
+  auto* http_cmd =
+      app.add_subcommand("http", "Give a local web service an HTTPS share URL on the relay");
+  http_cmd->add_option("local", http_local, "the local service: PORT or HOST:PORT")->required();
+  http_cmd->add_option("-c,--config", http_file, "TOML config file (flags and BURROW_* win)");
+  add_agent_options(http_opts, *http_cmd);
+  http_opts.add(*http_cmd, "name",
+                "the share URL's name: https://NAME.DOMAIN (default http-PORT plus the agent's "
+                "key id)");
+  http_opts.add(*http_cmd, "mode",
+                "passthrough: the TLS goes on to a local service that speaks TLS itself "
+                "(the only mode in this version)");
 
   // burrow up -c burrow.toml
   option_set up_opts;
@@ -98,6 +116,7 @@ int run(int argc, char** argv) {
       if (!relay_file.empty()) file = load_config_file(relay_file, keys, {});
       layered_settings s(relay_opts.given(), environment_layer(keys), file.settings);
       init_logging_from(s);
+      if (relay_ca_cmd->parsed()) return print_relay_ca(s);
       return run_relay(s);
     }
     if (connect_cmd->parsed()) {
@@ -123,6 +142,19 @@ int run(int argc, char** argv) {
         flags.erase(k);
       }
       if (no_e2ee) service["e2ee"] = "false";
+      layered_settings s(std::move(flags), environment_layer(keys), file.settings);
+      init_logging_from(s);
+      return run_agent(s, {service});
+    }
+    if (http_cmd->parsed()) {
+      config_file file;
+      if (!http_file.empty()) file = load_config_file(http_file, keys, service_keys);
+      auto flags = http_opts.given();
+      settings_layer service{{"local", http_local}, {"kind", "http"}};
+      for (const char* k : {"name", "mode"}) {
+        if (auto it = flags.find(k); it != flags.end()) service[k] = it->second;
+        flags.erase(k);
+      }
       layered_settings s(std::move(flags), environment_layer(keys), file.settings);
       init_logging_from(s);
       return run_agent(s, {service});

@@ -41,6 +41,9 @@ void add_log_options(option_set& o, CLI::App& app);
 void add_relay_link_options(option_set& o, CLI::App& app);
 void add_relay_options(option_set& o, CLI::App& app);
 int run_relay(const layered_settings& s);
+// `burrow relay ca`: the CA certificate visitors trust for the relay's own pages (and, later,
+// the share URLs' certificates it signs).
+int print_relay_ca(const layered_settings& s);
 int run_agent(const layered_settings& s, std::vector<settings_layer> services);
 void add_connect_options(option_set& o, CLI::App& app);
 int run_connect(const layered_settings& s, std::string service, bool stdio);

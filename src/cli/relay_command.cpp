@@ -25,6 +25,12 @@ void add_relay_options(option_set& o, CLI::App& app) {
   o.add(app, "advertise",
         "host name shown to agents and visitors (default: listen host or hostname)");
   o.add(app, "workers", "worker threads (default: one per core)");
+  o.add(app, "domain",
+        "share URLs are https://NAME.DOMAIN; point *.DOMAIN at this host (default "
+        "burrow.localhost)");
+  o.add_list(app, "https-listen",
+             "HTTPS listener HOST:PORT, repeatable; empty value: none (default 0.0.0.0:443 and "
+             "[::]:443, skipped if they cannot be bound)");
   o.add(app, "grace", "how long a gone agent's ports stay reserved for its token (default 30s)");
   o.add(app, "handshake-timeout", "TLS handshake and hello deadline (default 10s)");
   o.add(app, "drain-timeout", "on SIGTERM, how long open streams may finish (default 10s)");
@@ -33,6 +39,13 @@ void add_relay_options(option_set& o, CLI::App& app) {
   o.add(app, "max-streams", "open streams per link (default 65536)");
   o.add(app, "stream-idle-timeout", "close streams idle this long; 0 = never (default 0)");
   o.add(app, "window", "per-stream flow-control window in bytes (default 262144)");
+}
+
+int print_relay_ca(const layered_settings& s) {
+  auto config = relay::make_relay_config(s);
+  auto state = relay::load_or_create_state(config.state_dir, {});
+  std::fputs(state.ca.cert_pem.c_str(), stdout);
+  return 0;
 }
 
 int run_relay(const layered_settings& s) {
@@ -44,6 +57,7 @@ int run_relay(const layered_settings& s) {
   std::string token = state.agent_token;
   std::string fingerprint = tls::fingerprint_sha256(state.server.cert_pem);
   auto dir = state.dir;
+  std::string domain = config.domain;
   relay::relay r(std::move(config), std::move(state));
   r.bind();
 
@@ -53,6 +67,9 @@ int run_relay(const layered_settings& s) {
   std::string out = fmt::format("burrow relay {}\n", BURROW_VERSION);
   for (auto& ep : endpoints)
     out += fmt::format("agents connect to {}\n",
+                       format_host_port(ep.address().to_string(), ep.port()));
+  for (auto& ep : r.https_endpoints())
+    out += fmt::format("share URLs https://NAME.{} served on {}\n", domain,
                        format_host_port(ep.address().to_string(), ep.port()));
   out += fmt::format("relay fingerprint: {}\nstate directory: {}\n", fingerprint, dir.string());
   std::string relay_addr = format_host_port(host, port);

@@ -34,6 +34,7 @@ proto::service_result name_registry::claim(const owner_id& owner, const proto::s
     e.links.clear();
   }
   e.owner = owner;
+  e.kind = spec.kind;
   e.token_sha256 = spec.visitor_token_sha256;
   bool attached = false;
   for (auto& w : e.links)
@@ -67,13 +68,14 @@ void name_registry::detach(const link::link* gone) {
   }
 }
 
-name_registry::route name_registry::pick(const std::string& name, std::string_view visitor_token,
+name_registry::route name_registry::pick(const std::string& name, std::string_view kind,
+                                         std::string_view visitor_token,
                                          const boost::asio::any_io_executor& preferred,
                                          const link::link* avoid) {
   route out;
   std::lock_guard lock(mutex_);
   auto it = names_.find(name);
-  if (it == names_.end()) {
+  if (it == names_.end() || it->second.kind != kind) {
     out.status = proto::stream_status::no_service;
     out.reason = "no service named " + name + " on this relay";
     return out;

@@ -35,7 +35,8 @@ class name_registry {
     proto::stream_status status = proto::stream_status::ok;
     std::string reason;
   };
-  route pick(const std::string& name, std::string_view visitor_token,
+  // `kind`: the service kind the visitor came for ("tcp" through connect, "http" by SNI).
+  route pick(const std::string& name, std::string_view kind, std::string_view visitor_token,
              const boost::asio::any_io_executor& preferred, const link::link* avoid = nullptr);
 
   // Releases names whose grace ran out; returns how many.
@@ -45,6 +46,7 @@ class name_registry {
  private:
   struct entry {
     owner_id owner;
+    std::string kind;
     std::string token_sha256;  // hex; empty: no visitor token asked
     std::vector<std::weak_ptr<link::link>> links;
     std::chrono::steady_clock::time_point grace_until{};

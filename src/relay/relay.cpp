@@ -19,6 +19,7 @@
 #include "link/handshake.hpp"
 #include "link/link.hpp"
 #include "link/stream.hpp"
+#include "proto/client_hello.hpp"
 #include "relay/public_port.hpp"
 #include "relay/stream_bridge.hpp"
 #include "tls/contexts.hpp"
@@ -76,6 +77,10 @@ relay::relay(relay_config config, relay_state state)
       workers_(config_.workers ? config_.workers
                                : std::max(1u, std::thread::hardware_concurrency())),
       tls_(tls::make_server_context(state_.server, {"burrow/1"})),
+      domain_tls_(tls::make_server_context(
+          tls::make_leaf(state_.ca, config_.domain, {config_.domain, "*." + config_.domain}, {},
+                         std::chrono::hours(24 * 90)),
+          {"http/1.1"})),
       names_(config_.grace) {
   token_id_ = hex(sha256(state_.agent_token)).substr(0, 12);
 
@@ -125,6 +130,7 @@ void relay::bind() {
     }
   }
   if (agent_acceptors_.empty()) throw std::runtime_error("no agent listener could be bound");
+  bind_https();
 }
 
 std::vector<tcp::endpoint> relay::agent_endpoints() const {
@@ -136,6 +142,7 @@ std::vector<tcp::endpoint> relay::agent_endpoints() const {
 int relay::run() {
   auto ex = workers_.at(0).get_executor();
   for (auto& a : agent_acceptors_) spawn_logged(ex, accept_agents(*a), "agent listener");
+  for (auto& a : https_acceptors_) spawn_logged(ex, accept_https(*a), "https listener");
   spawn_logged(ex, housekeeping(), "housekeeping");
   workers_.run([this, ex] { spawn_logged(ex, shutdown(), "shutdown"); });
   return 0;
@@ -291,10 +298,12 @@ void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner
       if (!valid_service_name(spec.name)) {
         r = {spec.name, false,      spec.remote_port,
              "",        "bad_name", "service names are 1-63 letters, digits, '-', '_' or '.'"};
+      } else if (spec.kind == "http") {
+        r = claim_share_url(owner, spec, self);
       } else if (spec.kind != "tcp") {
         r = {spec.name,          false,
              spec.remote_port,   "",
-             "unsupported_kind", "this relay offers tcp services"};
+             "unsupported_kind", "this relay offers tcp and http services"};
       } else if (!spec.visitor_token_sha256.empty() && spec.visitor_token_sha256.size() != 64) {
         r = {spec.name, false, 0, "", "bad_visitor_token", "visitor_token_sha256 is 64 hex digits"};
       } else if (spec.e2ee) {
@@ -302,7 +311,9 @@ void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner
       } else {
         r = registry_->claim(owner, spec, self);
       }
-      if (r.ok && spec.e2ee)
+      if (r.ok && spec.kind == "http")
+        spdlog::info("{}: service {} is public at {}", name, spec.name, r.public_address);
+      else if (r.ok && spec.e2ee)
         spdlog::info("{}: service {} is reachable end to end by name", name, spec.name);
       else if (r.ok)
         spdlog::info("{}: service {} is public on port {}", name, spec.name, r.remote_port);
@@ -315,6 +326,28 @@ void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner
   h.on_open = [raw](std::shared_ptr<link::stream> s, proto::open_metadata) {
     raw->refuse(*s, proto::stream_status::forbidden, "agents cannot open streams on this relay");
   };
+}
+
+proto::service_result relay::claim_share_url(const owner_id& owner, const proto::service_spec& spec,
+                                             const std::shared_ptr<link::link>& link) {
+  proto::service_result r;
+  r.name = spec.name;
+  if (https_port_ == 0) {
+    r.code = "no_https";
+    r.message = "this relay serves no HTTPS share URLs (it has no --https-listen)";
+    return r;
+  }
+  auto label = proto::canonical_host_name(spec.name);
+  if (!label || *label != spec.name || spec.name.find('.') != std::string::npos) {
+    r.code = "bad_name";
+    r.message = "a share URL's name is one DNS label: 1-63 lowercase letters, digits or '-'";
+    return r;
+  }
+  r = names_.claim(owner, spec, link);
+  if (r.ok)
+    r.public_address = "https://" + spec.name + "." + config_.domain +
+                       (https_port_ == 443 ? "" : ":" + std::to_string(https_port_));
+  return r;
 }
 
 namespace {
@@ -375,7 +408,7 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   agent_open opened;
   const link::link* full = nullptr;
   for (int attempt = 0; attempt < 3 && !opened.stream; ++attempt) {
-    auto route = names_.pick(meta.service, token, l->executor(), full);
+    auto route = names_.pick(meta.service, "tcp", token, l->executor(), full);
     if (!route.link) {
       opened.status = route.status;
       opened.reason = std::move(route.reason);
@@ -469,10 +502,11 @@ asio::awaitable<void> relay::housekeeping() {
 
 asio::awaitable<void> relay::shutdown() {
   if (stopping_.exchange(true)) co_return;
-  for (auto& a : agent_acceptors_) {
-    boost::system::error_code ec;
-    a->close(ec);
-  }
+  for (auto* list : {&agent_acceptors_, &https_acceptors_})
+    for (auto& a : *list) {
+      boost::system::error_code ec;
+      a->close(ec);
+    }
   registry_->close_all();
   std::vector<std::shared_ptr<link::link>> links;
   {

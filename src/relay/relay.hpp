@@ -30,6 +30,7 @@ class relay {
   void bind();
   std::vector<boost::asio::ip::tcp::endpoint> agent_endpoints() const;
   const std::string& advertise_host() const { return advertise_; }
+  std::vector<boost::asio::ip::tcp::endpoint> https_endpoints() const;
 
   // Serves until SIGTERM or SIGINT, then drains and returns the exit code.
   int run();
@@ -48,6 +49,18 @@ class relay {
                                                boost::asio::ip::tcp::socket socket,
                                                std::uint16_t port, std::string service,
                                                int attempt);
+  proto::service_result claim_share_url(const owner_id& owner, const proto::service_spec& spec,
+                                        const std::shared_ptr<link::link>& link);
+  // HTTPS share URLs (relay_https.cpp): route by the ClientHello's SNI, without decrypting.
+  void bind_https();
+  boost::asio::awaitable<void> accept_https(boost::asio::ip::tcp::acceptor& acceptor);
+  boost::asio::awaitable<void> https_session(boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> https_visitor(std::shared_ptr<link::link> link,
+                                             boost::asio::ip::tcp::socket socket, std::string name,
+                                             int attempt);
+  // Ends TLS with the relay's own certificate for the domain and answers with a small page.
+  boost::asio::awaitable<void> error_page(boost::asio::ip::tcp::socket socket, int status,
+                                          std::string message);
   boost::asio::awaitable<void> housekeeping();
   boost::asio::awaitable<void> shutdown();
   void on_visitor(boost::asio::ip::tcp::socket socket, std::uint16_t port, int attempt);
@@ -59,6 +72,9 @@ class relay {
   workers workers_;
   boost::asio::ssl::context tls_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> agent_acceptors_;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> https_acceptors_;
+  std::uint16_t https_port_ = 0;          // for share URLs; 0: no HTTPS listener
+  boost::asio::ssl::context domain_tls_;  // *.DOMAIN, signed by the relay's CA: error pages
   std::unique_ptr<port_registry> registry_;
   name_registry names_;
 

@@ -19,7 +19,11 @@ struct relay_config {
   std::vector<std::string> public_bind{"0.0.0.0", "::"};         // where public ports listen
   port_range ports{20000, 29999};
   std::string advertise;  // host shown in commands and public addresses; default: derived
-  unsigned workers = 0;   // 0: one per core
+  // HTTPS share URLs: https://NAME.DOMAIN, routed by the TLS ClientHello's SNI.
+  std::string domain = "burrow.localhost";
+  std::vector<std::string> https_listen{"0.0.0.0:443", "[::]:443"};
+  bool https_listen_given = false;  // defaults that cannot be bound are skipped with a warning
+  unsigned workers = 0;             // 0: one per core
   std::chrono::milliseconds grace{30000};  // how long a gone agent's ports stay reserved
   std::chrono::milliseconds handshake_timeout{10000};
   std::chrono::milliseconds drain_timeout{10000};

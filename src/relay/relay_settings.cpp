@@ -3,16 +3,17 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include "proto/client_hello.hpp"
 #include "relay/state_dir.hpp"
 
 namespace burrow::relay {
 
 const std::vector<std::string>& relay_setting_keys() {
   static const std::vector<std::string> keys{
-      "state-dir",           "listen",        "public-bind",  "port-range",
-      "advertise",           "workers",       "grace",        "handshake-timeout",
-      "drain-timeout",       "ping-interval", "ping-timeout", "max-streams",
-      "stream-idle-timeout", "window",        "log-format",   "log-level"};
+      "state-dir",    "listen",      "public-bind",         "port-range",    "advertise",
+      "workers",      "grace",       "handshake-timeout",   "drain-timeout", "ping-interval",
+      "ping-timeout", "max-streams", "stream-idle-timeout", "window",        "log-format",
+      "log-level",    "domain",      "https-listen"};
   return keys;
 }
 
@@ -42,6 +43,20 @@ relay_config make_relay_config(const layered_settings& s) {
     c.ports = *range;
   }
   c.advertise = s.text_or("advertise", "");
+  auto domain = s.text_or("domain", c.domain);
+  auto canonical = proto::canonical_host_name(domain);
+  if (!canonical || canonical->find('.') == std::string::npos)
+    throw config_error("domain '" + domain + "' (from " + s.origin("domain") +
+                       ") is not a DNS name with at least two labels, such as burrow.example.com");
+  c.domain = *canonical;
+  if (auto h = s.text("https-listen")) {
+    c.https_listen = s.list_or("https-listen", {});
+    c.https_listen_given = true;
+    for (auto& l : c.https_listen)
+      if (!parse_host_port(l, std::uint16_t{443}))
+        throw config_error("https-listen address '" + l + "' (from " + s.origin("https-listen") +
+                           ") is not HOST:PORT");
+  }
   c.workers = static_cast<unsigned>(s.number_or("workers", 0, 0, 256));
   c.grace = s.duration_or("grace", c.grace);
   c.handshake_timeout = s.duration_or("handshake-timeout", c.handshake_timeout);

@@ -45,6 +45,23 @@ TEST(AgentConfig, EndToEndServicesHaveNoPublicPortAndMayAskForAVisitorToken) {
   EXPECT_THROW(make_agent_config(settings, {s}), config_error);  // --e2ee-key missing
 }
 
+TEST(AgentConfig, HttpServicesArePassthroughShareUrls) {
+  auto s = make_service({{"local", "8443"}, {"kind", "http"}}, "x");
+  EXPECT_EQ(s.kind, "http");
+  EXPECT_EQ(s.mode, "passthrough");
+  EXPECT_FALSE(s.e2ee);
+  EXPECT_EQ(s.name, "http-8443");
+  EXPECT_NO_THROW(
+      make_service({{"local", "8443"}, {"kind", "http"}, {"mode", "passthrough"}}, "x"));
+  // Modes of later versions, and tcp-only settings, are refused with the reason.
+  EXPECT_THROW(make_service({{"local", "80"}, {"kind", "http"}, {"mode", "blind"}}, "x"),
+               config_error);
+  EXPECT_THROW(make_service({{"local", "80"}, {"kind", "http"}, {"remote-port", "8080"}}, "x"),
+               config_error);
+  EXPECT_THROW(make_service({{"local", "80"}, {"mode", "passthrough"}}, "x"), config_error);
+  EXPECT_THROW(make_service({{"local", "80"}, {"kind", "udp"}}, "x"), config_error);
+}
+
 TEST(AgentConfig, PrecedenceReachesTheConfig) {
   layered_settings s({{"links", "5"}}, {{"relay", "env:7835"}, {"links", "3"}},
                      {{"relay", "file:7835"}, {"token", "t"}, {"relay-pin", pin}});

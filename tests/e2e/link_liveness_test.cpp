@@ -37,8 +37,8 @@ TEST_F(tunnel_test, IPv6ListenersAndTarget) {
   tcp_server echo(tcp_server_options{.mode = server_mode::echo, .host = "::1"});
   relay_process relay;
   relay.proc = child_process::start(
-      "relay", {BURROW_BINARY, "relay", "--state-dir", state_dir_.string(), "--listen", "[::1]:0",
-                "--public-bind", "::1", "--port-range", "0"});
+      "relay", {BURROW_BINARY, "relay", "--state-dir", state_dir_.string(), "--https-listen",
+                "[::1]:0", "--listen", "[::1]:0", "--public-bind", "::1", "--port-range", "0"});
   auto port = relay.proc->wait_for_line(std::regex(R"(agents connect to \[::1\]:(\d+))"), 10s);
   ASSERT_TRUE(port) << relay.proc->output();
   auto fp =

@@ -22,6 +22,7 @@ struct relay_process {
   std::uint16_t agent_port = 0;
   std::string fingerprint;
   std::string token;
+  std::uint16_t https_port = 0;  // share URLs (0: no HTTPS listener)
 };
 
 struct agent_process {

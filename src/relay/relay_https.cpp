@@ -1,0 +1,231 @@
+// HTTPS share URLs on the relay: each connection's ClientHello is peeked (not consumed), its SNI
+// names the service, and the untouched TLS bytes go to the agent in a stream. Unknown and
+// offline names get a small page over TLS with the relay's own certificate for the domain.
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "core/acceptor.hpp"
+#include "core/deadline.hpp"
+#include "core/spawn.hpp"
+#include "link/stream.hpp"
+#include "proto/client_hello.hpp"
+#include "relay/relay.hpp"
+
+namespace burrow::relay {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+// Big enough for the largest ClientHello we accept, cut into the smallest records.
+constexpr std::size_t max_peek = 64 * 1024;
+
+struct peeked {
+  proto::client_hello_result hello;
+  bool eof = false;
+};
+
+// Reads the ClientHello without taking it off the socket, so what the agent (or the error
+// page's TLS) receives is exactly what the visitor sent.
+asio::awaitable<peeked> peek_client_hello(tcp::socket& socket) {
+  peeked out;
+  std::vector<std::uint8_t> buf(max_peek);
+  asio::steady_timer pause(socket.get_executor());
+  for (;;) {
+    auto [ec] =
+        co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+    if (ec) {
+      out.eof = true;
+      co_return out;
+    }
+    ssize_t n = ::recv(socket.native_handle(), buf.data(), buf.size(), MSG_PEEK | MSG_DONTWAIT);
+    if (n <= 0) {
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      out.eof = true;
+      co_return out;
+    }
+    out.hello = proto::parse_client_hello({buf.data(), static_cast<std::size_t>(n)});
+    if (out.hello.status != proto::hello_parse::incomplete) co_return out;
+    if (static_cast<std::size_t>(n) == buf.size()) {
+      out.hello.status = proto::hello_parse::invalid;
+      out.hello.reason = "ClientHello does not fit in 64 KiB";
+      co_return out;
+    }
+    // More is on its way (a hello split over segments): the peeked bytes stay readable, so wait
+    // a moment rather than for readiness.
+    pause.expires_after(std::chrono::milliseconds(5));
+    co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+std::string page(int status, const std::string& message) {
+  std::string body = "<!doctype html><meta charset=\"utf-8\"><title>" + std::to_string(status) +
+                     "</title><body style=\"font-family:sans-serif\"><h1>" + message +
+                     "</h1><p>served by the Burrow relay</p></body>\n";
+  std::string reason = status == 404 ? "Not Found" : status == 502 ? "Bad Gateway" : "Error";
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
+         "\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n" +
+         body;
+}
+
+asio::awaitable<boost::system::error_code> tls_server_handshake(
+    asio::ssl::stream<tcp::socket>& tls) {
+  auto [ec] = co_await tls.async_handshake(asio::ssl::stream_base::server,
+                                           asio::as_tuple(asio::use_awaitable));
+  co_return ec;
+}
+
+// Reads the request head (at most 16 KiB) and answers with `response`.
+asio::awaitable<void> answer(asio::ssl::stream<tcp::socket>& tls, std::string response) {
+  std::string head;
+  char buf[4096];
+  while (head.find("\r\n\r\n") == std::string::npos && head.size() < 16 * 1024) {
+    auto [ec, n] =
+        co_await tls.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;
+    head.append(buf, n);
+  }
+  co_await asio::async_write(tls, asio::buffer(response), asio::as_tuple(asio::use_awaitable));
+  co_await tls.async_shutdown(asio::as_tuple(asio::use_awaitable));
+}
+
+}  // namespace
+
+void relay::bind_https() {
+  for (auto& text : config_.https_listen) {
+    auto hp = parse_host_port(text, std::uint16_t{443});
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(hp && !hp->host.empty() ? hp->host : "0.0.0.0", ec);
+    if (!hp || ec) throw std::runtime_error("https-listen address '" + text + "' needs an IP");
+    try {
+      https_acceptors_.push_back(
+          make_acceptor(workers_.at(0).get_executor(), tcp::endpoint(address, hp->port)));
+    } catch (const boost::system::system_error& e) {
+      if (!config_.https_listen_given) {
+        spdlog::warn("no HTTPS share URLs on {}: {} (set --https-listen)", text,
+                     e.code().message());
+        continue;
+      }
+      throw std::runtime_error("cannot listen for HTTPS on " + text + ": " + e.code().message());
+    }
+  }
+  if (!https_acceptors_.empty()) https_port_ = https_acceptors_.front()->local_endpoint().port();
+}
+
+std::vector<tcp::endpoint> relay::https_endpoints() const {
+  std::vector<tcp::endpoint> out;
+  for (auto& a : https_acceptors_) out.push_back(a->local_endpoint());
+  return out;
+}
+
+asio::awaitable<void> relay::accept_https(tcp::acceptor& acceptor) {
+  asio::steady_timer pause(acceptor.get_executor());
+  for (;;) {
+    auto [ec, socket] =
+        co_await acceptor.async_accept(workers_.next(), asio::as_tuple(asio::use_awaitable));
+    if (stopping_ || ec == asio::error::operation_aborted) co_return;
+    if (ec) {
+      spdlog::warn("HTTPS listener: accept failed: {}; retrying in 100ms", ec.message());
+      pause.expires_after(std::chrono::milliseconds(100));
+      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+      continue;
+    }
+    auto ex = socket.get_executor();
+    spawn_logged(ex, https_session(std::move(socket)), "https visitor");
+  }
+}
+
+asio::awaitable<void> relay::https_session(tcp::socket socket) {
+  boost::system::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  auto peeking = peek_client_hello(socket);
+  auto got = co_await with_deadline(std::move(peeking), config_.handshake_timeout);
+  if (!got || got->eof) co_return;  // silent or gone: nothing to answer
+  if (got->hello.status != proto::hello_parse::ok) {
+    spdlog::debug("HTTPS visitor: not a TLS ClientHello we accept: {}", got->hello.reason);
+    co_return;
+  }
+  const std::string& sni = got->hello.server_name;
+  const std::string suffix = "." + config_.domain;
+  std::string name;
+  if (sni.size() > suffix.size() && sni.ends_with(suffix))
+    name = sni.substr(0, sni.size() - suffix.size());
+  if (name.empty() || name.find('.') != std::string::npos) {
+    auto answering = error_page(
+        std::move(socket), 404,
+        sni.empty() ? "no tunnel name: the client sent no server name" : "no tunnel named " + sni);
+    co_await std::move(answering);
+    co_return;
+  }
+  auto route = names_.pick(name, "http", "", socket.get_executor());
+  if (!route.link) {
+    bool offline = route.status == proto::stream_status::unreachable;
+    auto answering =
+        error_page(std::move(socket), offline ? 502 : 404,
+                   offline ? "tunnel " + name + " is offline" : "no tunnel named " + name);
+    co_await std::move(answering);
+    co_return;
+  }
+  auto l = std::move(route.link);
+  move_socket(std::move(socket), l->executor(), [this, l, name](tcp::socket moved) {
+    spawn_logged(l->executor(), https_visitor(l, std::move(moved), name, 0), "https visitor");
+  });
+}
+
+asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::socket socket,
+                                           std::string name, int attempt) {
+  ++active_streams_;
+  struct done {
+    std::atomic<std::size_t>& n;
+    ~done() { --n; }
+  } guard{active_streams_};
+  boost::system::error_code ec;
+  auto remote = socket.remote_endpoint(ec);
+  if (ec) co_return;
+  auto local = socket.local_endpoint(ec);
+  auto visitor = remote.address();
+  if (visitor.is_v6() && visitor.to_v6().is_v4_mapped())
+    visitor = asio::ip::make_address_v4(asio::ip::v4_mapped, visitor.to_v6());
+  proto::open_metadata meta;
+  meta.service = name;
+  meta.visitor_address = visitor.to_string();
+  meta.visitor_port = remote.port();
+  meta.relay_address = local.address().to_string();
+  meta.relay_port = local.port();
+  auto s = l->open_stream(meta);
+  if (!s) {
+    // This link is full or closing: another of the agent's links may take the visitor.
+    auto route = names_.pick(name, "http", "", l->executor(), l.get());
+    if (attempt < 3 && route.link && !stopping_) {
+      auto next = std::move(route.link);
+      move_socket(
+          std::move(socket), next->executor(), [this, next, name, attempt](tcp::socket moved) {
+            spawn_logged(next->executor(), https_visitor(next, std::move(moved), name, attempt + 1),
+                         "https visitor");
+          });
+      co_return;
+    }
+    socket.set_option(asio::socket_base::linger(true, 0), ec);
+    co_return;
+  }
+  co_await s->pump(socket);
+}
+
+asio::awaitable<void> relay::error_page(tcp::socket socket, int status, std::string message) {
+  asio::ssl::stream<tcp::socket> tls(std::move(socket), domain_tls_);
+  auto shaking = tls_server_handshake(tls);
+  auto shaken = co_await with_deadline(std::move(shaking), config_.handshake_timeout);
+  if (!shaken || *shaken) co_return;
+  auto answering = answer(tls, page(status, message));
+  co_await with_deadline(std::move(answering), config_.handshake_timeout);
+}
+
+}  // namespace burrow::relay

@@ -1,0 +1,182 @@
+// HTTPS share URLs end to end: the relay routes by SNI without decrypting; real curl, openssl
+// s_server as a local TLS service (passthrough), the relay's own pages for unknown and offline
+// names.
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "e2e/tunnel_fixture.hpp"
+#include "tls/certs.hpp"
+
+namespace burrow::test {
+namespace {
+
+// True when the peer closes (end of file or reset) before the deadline.
+bool closed_by_peer(int fd, std::chrono::milliseconds deadline) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    if (n < 0) return false;
+  }
+  return false;
+}
+
+class share_url_test : public tunnel_test {
+ protected:
+  // Runs a program to its end; its merged output, or nullopt if it did not exit with 0.
+  std::optional<std::string> run(std::vector<std::string> argv, std::chrono::milliseconds limit) {
+    std::string name = argv.front();  // named first: argument order is unspecified
+    auto p = child_process::start(name, std::move(argv));
+    if (!p) return std::nullopt;
+    auto code = p->wait_exit(limit);
+    if (code != 0) return std::nullopt;
+    return p->output();
+  }
+
+  // curl to https://HOST:PORT/ with HOST resolved to loopback; prints the body, then the status.
+  std::optional<std::string> curl(const std::string& host, std::uint16_t port,
+                                  std::vector<std::string> extra) {
+    std::vector<std::string> argv{"/usr/bin/curl",
+                                  "-sS",
+                                  "--max-time",
+                                  "10",
+                                  "--resolve",
+                                  host + ":" + std::to_string(port) + ":127.0.0.1",
+                                  "-w",
+                                  "\nstatus=%{http_code}\n"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back("https://" + host + ":" + std::to_string(port) + "/");
+    return run(argv, 15s);
+  }
+
+  // A local TLS web server (openssl s_server -www) with its own self-signed certificate.
+  std::unique_ptr<child_process> start_tls_service(std::uint16_t port, const std::string& name) {
+    auto pair = tls::make_self_signed("local service", {name}, std::chrono::hours(24));
+    service_fingerprint_ = tls::fingerprint_sha256(pair.cert_pem);
+    std::ofstream(dir_ / "svc.crt") << pair.cert_pem;
+    std::ofstream(dir_ / "svc.key") << pair.key_pem;
+    auto p = child_process::start(
+        "s_server",
+        {"/usr/bin/openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(port), "-cert",
+         (dir_ / "svc.crt").string(), "-key", (dir_ / "svc.key").string(), "-www"});
+    EXPECT_TRUE(p->wait_for_line(std::regex("ACCEPT"), 10s)) << p->output();
+    return p;
+  }
+
+  std::unique_ptr<child_process> start_http_agent(const relay_process& relay, std::uint16_t port,
+                                                  const std::string& name,
+                                                  std::uint16_t& share_port) {
+    auto a = child_process::start(
+        "agent",
+        {BURROW_BINARY, "http", std::to_string(port), "--name", name, "--mode", "passthrough",
+         "--relay", "127.0.0.1:" + std::to_string(relay.agent_port), "--relay-pin",
+         relay.fingerprint, "--state-dir", (dir_ / "agent").string(), "--backoff-max", "500ms"},
+        {{"BURROW_TOKEN", relay.token}});
+    auto m = a->wait_for_line(
+        std::regex("http 127\\.0\\.0\\.1:" + std::to_string(port) + " is public at https://" +
+                   name + R"(\.burrow\.localhost:(\d+))"),
+        10s);
+    EXPECT_TRUE(m) << a->output();
+    if (m) share_port = static_cast<std::uint16_t>(std::stoi(m->groups[1]));
+    return a;
+  }
+
+  std::string service_fingerprint_;
+};
+
+TEST_F(share_url_test, PassthroughReachesTheLocalTlsServiceUntouched) {
+  auto relay = start_relay();
+  ASSERT_NE(relay.https_port, 0);
+  auto port = free_port();
+  auto service = start_tls_service(port, "web.burrow.localhost");
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, port, "web", share_port);
+  ASSERT_EQ(share_port, relay.https_port);
+
+  auto page = curl("web.burrow.localhost", share_port, {"-k"});
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->find("s_server"), std::string::npos) << *page;
+  EXPECT_NE(page->find("status=200"), std::string::npos) << *page;
+
+  // The certificate the visitor sees is the local service's own: TLS passed through the relay.
+  auto seen = run({"/bin/sh", "-c",
+                   "openssl s_client -connect 127.0.0.1:" + std::to_string(share_port) +
+                       " -servername web.burrow.localhost </dev/null 2>/dev/null | openssl x509 "
+                       "-noout -fingerprint -sha256"},
+                  15s);
+  ASSERT_TRUE(seen);
+  // openssl prints the fingerprint as upper-case byte pairs joined by ':'.
+  std::string upper;
+  for (char c : service_fingerprint_.substr(7)) {
+    if (!upper.empty() && upper.size() % 3 == 2) upper.push_back(':');
+    upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  }
+  EXPECT_NE(seen->find(upper), std::string::npos) << *seen << " expected " << upper;
+}
+
+TEST_F(share_url_test, UnknownOfflineAndNamelessVisitorsGetTheRelaysOwnPage) {
+  auto relay = start_relay();
+  ASSERT_NE(relay.https_port, 0);
+  const std::string ca = (state_dir_ / "ca.pem").string();
+
+  // Unknown: a 404 over TLS that the relay's CA vouches for (`burrow relay ca` prints it).
+  auto printed_ca = run({BURROW_BINARY, "relay", "ca", "--state-dir", state_dir_.string()}, 10s);
+  ASSERT_TRUE(printed_ca);
+  EXPECT_NE(printed_ca->find("BEGIN CERTIFICATE"), std::string::npos);
+  auto unknown = curl("nope.burrow.localhost", relay.https_port, {"--cacert", ca});
+  ASSERT_TRUE(unknown);
+  EXPECT_NE(unknown->find("no tunnel named nope"), std::string::npos) << *unknown;
+  EXPECT_NE(unknown->find("status=404"), std::string::npos) << *unknown;
+
+  // Offline: the agent is gone and its name is in its grace period.
+  auto port = free_port();
+  auto service = start_tls_service(port, "gone.burrow.localhost");
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, port, "gone", share_port);
+  agent->signal(SIGKILL);
+  agent->wait_exit(5s);
+  ASSERT_TRUE(relay.proc->wait_for_line(std::regex("service gone: agent gone"), 5s));
+  auto offline = curl("gone.burrow.localhost", relay.https_port, {"--cacert", ca});
+  ASSERT_TRUE(offline);
+  EXPECT_NE(offline->find("tunnel gone is offline"), std::string::npos) << *offline;
+  EXPECT_NE(offline->find("status=502"), std::string::npos) << *offline;
+
+  // No SNI at all: still an answer, never a hang.
+  auto nameless = run({"/bin/sh", "-c",
+                       "printf 'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' | openssl s_client -quiet "
+                       "-noservername -connect 127.0.0.1:" +
+                           std::to_string(relay.https_port) + " 2>/dev/null"},
+                      15s);
+  ASSERT_TRUE(nameless);
+  EXPECT_NE(nameless->find("no tunnel name"), std::string::npos) << *nameless;
+}
+
+TEST_F(share_url_test, GarbageAndSilenceOnTheHttpsPortLeaveTheRelayServing) {
+  auto relay = start_relay({"--handshake-timeout", "1s"});
+  ASSERT_NE(relay.https_port, 0);
+  int silent = connect_tcp(relay.https_port, 5s);
+  ASSERT_GE(silent, 0);
+  int garbage = connect_tcp(relay.https_port, 5s);
+  ASSERT_GE(garbage, 0);
+  ASSERT_TRUE(write_all(garbage, std::string(300, '\x16') + "not a hello at all", 5s));
+  // Both are closed by the relay: garbage at once, silence at the handshake deadline. (Garbage
+  // the relay never took off the socket turns its close into a reset.)
+  EXPECT_TRUE(closed_by_peer(garbage, 5s));
+  EXPECT_TRUE(closed_by_peer(silent, 5s));
+  ::close(silent);
+  ::close(garbage);
+  auto still = curl("nope.burrow.localhost", relay.https_port,
+                    {"--cacert", (state_dir_ / "ca.pem").string()});
+  ASSERT_TRUE(still);
+  EXPECT_NE(still->find("status=404"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace burrow::test
