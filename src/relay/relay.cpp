@@ -141,27 +141,31 @@ std::vector<tcp::endpoint> relay::agent_endpoints() const {
 
 int relay::run() {
   auto ex = workers_.at(0).get_executor();
-  for (auto& a : agent_acceptors_) spawn_logged(ex, accept_agents(*a), "agent listener");
-  for (auto& a : https_acceptors_) spawn_logged(ex, accept_https(*a), "https listener");
+  for (auto& a : agent_acceptors_)
+    spawn_logged(ex, accept_loop(*a, "agent listener", &relay::link_session), "agent listener");
+  for (auto& a : https_acceptors_)
+    spawn_logged(ex, accept_loop(*a, "HTTPS listener", &relay::https_session), "HTTPS listener");
   spawn_logged(ex, housekeeping(), "housekeeping");
   workers_.run([this, ex] { spawn_logged(ex, shutdown(), "shutdown"); });
   return 0;
 }
 
-asio::awaitable<void> relay::accept_agents(tcp::acceptor& acceptor) {
+asio::awaitable<void> relay::accept_loop(tcp::acceptor& acceptor, std::string what,
+                                         session_fn session) {
   asio::steady_timer pause(acceptor.get_executor());
   for (;;) {
     auto [ec, socket] =
         co_await acceptor.async_accept(workers_.next(), asio::as_tuple(asio::use_awaitable));
     if (stopping_ || ec == asio::error::operation_aborted) co_return;
     if (ec) {
-      spdlog::warn("agent listener: accept failed: {}; retrying in 100ms", ec.message());
+      // EMFILE and the like: wait and go on; the listener never ends on its own.
+      spdlog::warn("{}: accept failed: {}; retrying in 100ms", what, ec.message());
       pause.expires_after(std::chrono::milliseconds(100));
       co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
       continue;
     }
     auto ex = socket.get_executor();
-    spawn_logged(ex, link_session(std::move(socket)), "link session");
+    spawn_logged(ex, (this->*session)(std::move(socket)), what);
   }
 }
 

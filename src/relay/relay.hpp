@@ -36,7 +36,10 @@ class relay {
   int run();
 
  private:
-  boost::asio::awaitable<void> accept_agents(boost::asio::ip::tcp::acceptor& acceptor);
+  using session_fn = boost::asio::awaitable<void> (relay::*)(boost::asio::ip::tcp::socket);
+  // Accepts until the relay stops; each connection runs `session` on its own worker.
+  boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor,
+                                           std::string what, session_fn session);
   // A link from an agent, or from a visitor's `burrow connect`: the hello says which.
   boost::asio::awaitable<void> link_session(boost::asio::ip::tcp::socket socket);
   void serve_agent(link::link::handlers& h, link::link* link, owner_id owner,
@@ -53,7 +56,6 @@ class relay {
                                         const std::shared_ptr<link::link>& link);
   // HTTPS share URLs (relay_https.cpp): route by the ClientHello's SNI, without decrypting.
   void bind_https();
-  boost::asio::awaitable<void> accept_https(boost::asio::ip::tcp::acceptor& acceptor);
   boost::asio::awaitable<void> https_session(boost::asio::ip::tcp::socket socket);
   boost::asio::awaitable<void> https_visitor(std::shared_ptr<link::link> link,
                                              boost::asio::ip::tcp::socket socket, std::string name,

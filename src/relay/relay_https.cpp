@@ -126,23 +126,6 @@ std::vector<tcp::endpoint> relay::https_endpoints() const {
   return out;
 }
 
-asio::awaitable<void> relay::accept_https(tcp::acceptor& acceptor) {
-  asio::steady_timer pause(acceptor.get_executor());
-  for (;;) {
-    auto [ec, socket] =
-        co_await acceptor.async_accept(workers_.next(), asio::as_tuple(asio::use_awaitable));
-    if (stopping_ || ec == asio::error::operation_aborted) co_return;
-    if (ec) {
-      spdlog::warn("HTTPS listener: accept failed: {}; retrying in 100ms", ec.message());
-      pause.expires_after(std::chrono::milliseconds(100));
-      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-      continue;
-    }
-    auto ex = socket.get_executor();
-    spawn_logged(ex, https_session(std::move(socket)), "https visitor");
-  }
-}
-
 asio::awaitable<void> relay::https_session(tcp::socket socket) {
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
