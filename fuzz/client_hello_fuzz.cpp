@@ -113,8 +113,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (whole.status == hello_parse::ok) {
     const std::size_t chunks[] = {1, 3, 64, tls_max_record_payload};
     const auto again = refragment(in.first(whole.consumed), chunks[next(s) % 4]);
-    auto r = parse_client_hello(
-        {reinterpret_cast<const std::uint8_t*>(again.data()), again.size()}, max_hello);
+    auto r = parse_client_hello({reinterpret_cast<const std::uint8_t*>(again.data()), again.size()},
+                                max_hello);
     check(r.status == hello_parse::ok && r.consumed == again.size(), "refragmented not ok");
     r.consumed = whole.consumed;
     check(same(r, whole), "refragmented hello parses differently");

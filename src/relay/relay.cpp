@@ -22,6 +22,7 @@
 #include "proto/client_hello.hpp"
 #include "relay/public_port.hpp"
 #include "relay/stream_bridge.hpp"
+#include "relay/visitor_info.hpp"
 #include "tls/contexts.hpp"
 
 namespace burrow::relay {
@@ -402,11 +403,7 @@ asio::awaitable<void> reset_and_finish(std::shared_ptr<link::stream> s) {
 asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
                                             std::shared_ptr<link::stream> s,
                                             proto::open_metadata meta) {
-  ++active_streams_;
-  struct done {
-    std::atomic<std::size_t>& n;
-    ~done() { --n; }
-  } guard{active_streams_};
+  counted in_flight(active_streams_);
   std::string token = std::move(meta.visitor_token);
   meta.visitor_token.clear();  // the agent never sees it
   agent_open opened;
@@ -461,25 +458,11 @@ void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt) {
 
 asio::awaitable<void> relay::visitor_session(std::shared_ptr<link::link> l, tcp::socket socket,
                                              std::uint16_t port, std::string service, int attempt) {
-  ++active_streams_;
-  struct done {
-    std::atomic<std::size_t>& n;
-    ~done() { --n; }
-  } guard{active_streams_};
+  counted in_flight(active_streams_);
   boost::system::error_code ec;
-  auto remote = socket.remote_endpoint(ec);
-  if (ec) co_return;
-  auto local = socket.local_endpoint(ec);
-  auto visitor = remote.address();
-  if (visitor.is_v6() && visitor.to_v6().is_v4_mapped())
-    visitor = asio::ip::make_address_v4(asio::ip::v4_mapped, visitor.to_v6());
-  proto::open_metadata meta;
-  meta.service = std::move(service);
-  meta.visitor_address = visitor.to_string();
-  meta.visitor_port = remote.port();
-  meta.relay_address = local.address().to_string();
-  meta.relay_port = port;
-  auto s = l->open_stream(meta);
+  auto meta = visitor_metadata(socket, std::move(service), port);
+  if (!meta) co_return;
+  auto s = l->open_stream(*meta);
   if (!s) {
     // This link is full or going away; another link of the same agent may take the visitor.
     if (attempt < 3 && !stopping_) {

@@ -16,6 +16,7 @@
 #include "link/stream.hpp"
 #include "proto/client_hello.hpp"
 #include "relay/relay.hpp"
+#include "relay/visitor_info.hpp"
 
 namespace burrow::relay {
 
@@ -165,25 +166,12 @@ asio::awaitable<void> relay::https_session(tcp::socket socket) {
 
 asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::socket socket,
                                            std::string name, int attempt) {
-  ++active_streams_;
-  struct done {
-    std::atomic<std::size_t>& n;
-    ~done() { --n; }
-  } guard{active_streams_};
+  counted in_flight(active_streams_);
   boost::system::error_code ec;
-  auto remote = socket.remote_endpoint(ec);
-  if (ec) co_return;
   auto local = socket.local_endpoint(ec);
-  auto visitor = remote.address();
-  if (visitor.is_v6() && visitor.to_v6().is_v4_mapped())
-    visitor = asio::ip::make_address_v4(asio::ip::v4_mapped, visitor.to_v6());
-  proto::open_metadata meta;
-  meta.service = name;
-  meta.visitor_address = visitor.to_string();
-  meta.visitor_port = remote.port();
-  meta.relay_address = local.address().to_string();
-  meta.relay_port = local.port();
-  auto s = l->open_stream(meta);
+  auto meta = visitor_metadata(socket, name, ec ? 0 : local.port());
+  if (!meta) co_return;
+  auto s = l->open_stream(*meta);
   if (!s) {
     // This link is full or closing: another of the agent's links may take the visitor.
     auto route = names_.pick(name, "http", "", l->executor(), l.get());
