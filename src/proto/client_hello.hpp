@@ -31,7 +31,7 @@ enum class hello_error : std::uint8_t {
   too_large,            // the ClientHello is longer than the caller's bound
   bad_length,           // a length runs past what contains it, or leaves bytes over
   bad_field,            // long session id, odd or empty cipher suites, no compression method
-  bad_version,          // the ClientHello's own version is SSL 3.0 or older
+  bad_version,          // the ClientHello's own version is not TLS (SSL 3.0 or older, 4.x)
   duplicate_extension,  // the same extension type twice
   bad_server_name,      // malformed SNI, or a host name that is not a DNS name
   bad_alpn,             // malformed ALPN, or more than max_alpn_protocols entries
@@ -56,9 +56,9 @@ struct client_hello_result {
 // Parses the ClientHello at the front of `in`, all the bytes read so far from a new connection.
 // Call again with the longer prefix while it says incomplete: every prefix of a valid hello is
 // incomplete, and invalid is final. The hello may be split over records of any size up to
-// 16384; `max_hello` bounds the handshake message's length field. Input bytes never needed:
-// a 1-byte-record hello of max_hello bytes fills 6 * (4 + max_hello) bytes, so a caller that
-// reads that much and still sees incomplete has a bug, not a slow client.
+// 16384; `max_hello` bounds the handshake message's length field. Once 6 * (4 + max_hello)
+// bytes are in (a hello of max_hello bytes sent in 1-byte records) the answer is never
+// incomplete, so that is the most a caller ever needs to buffer.
 client_hello_result parse_client_hello(std::span<const std::uint8_t> in,
                                        std::size_t max_hello = default_max_client_hello);
 
