@@ -39,12 +39,19 @@ asio::awaitable<peeked> peek_client_hello(tcp::socket& socket) {
   peeked out;
   std::vector<std::uint8_t> buf(max_peek);
   asio::steady_timer pause(socket.get_executor());
-  for (;;) {
-    auto [ec] =
-        co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
-    if (ec) {
-      out.eof = true;
-      co_return out;
+  for (bool first = true;; first = false) {
+    if (first) {
+      auto [ec] =
+          co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        out.eof = true;
+        co_return out;
+      }
+    } else {
+      // More is on its way (a hello split over segments, or a slow sender). The peeked bytes
+      // stay readable, so readiness tells nothing new: look again in a moment.
+      pause.expires_after(std::chrono::milliseconds(5));
+      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
     }
     ssize_t n = ::recv(socket.native_handle(), buf.data(), buf.size(), MSG_PEEK | MSG_DONTWAIT);
     if (n <= 0) {
@@ -59,10 +66,6 @@ asio::awaitable<peeked> peek_client_hello(tcp::socket& socket) {
       out.hello.reason = "ClientHello does not fit in 64 KiB";
       co_return out;
     }
-    // More is on its way (a hello split over segments): the peeked bytes stay readable, so wait
-    // a moment rather than for readiness.
-    pause.expires_after(std::chrono::milliseconds(5));
-    co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
   }
 }
 

@@ -6,7 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
+
 #include <fstream>
+#include <thread>
 
 #include "e2e/tunnel_fixture.hpp"
 #include "tls/certs.hpp"
@@ -156,6 +161,50 @@ TEST_F(share_url_test, UnknownOfflineAndNamelessVisitorsGetTheRelaysOwnPage) {
                       15s);
   ASSERT_TRUE(nameless);
   EXPECT_NE(nameless->find("no tunnel name"), std::string::npos) << *nameless;
+}
+
+// A real ClientHello for `name`, as OpenSSL's client sends it first.
+std::string client_hello_for(const std::string& name) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = SSL_new(ctx);
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl, in, out);
+  SSL_set_tlsext_host_name(ssl, name.c_str());
+  SSL_set_connect_state(ssl);
+  SSL_do_handshake(ssl);  // wants to read: the ClientHello is in `out`
+  char* data = nullptr;
+  long n = BIO_get_mem_data(out, &data);
+  std::string hello(data, static_cast<std::size_t>(n));
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  return hello;
+}
+
+TEST_F(share_url_test, ClientHelloSplitOverSegmentsIsRoutedWhole) {
+  auto relay = start_relay();
+  ASSERT_NE(relay.https_port, 0);
+  std::string hello = client_hello_for("split.burrow.localhost");
+  ASSERT_GT(hello.size(), 100u);
+  // The local service records what reaches it: the visitor's bytes, untouched.
+  tcp_server service(tcp_server_options{.mode = server_mode::echo, .record_prefix = hello.size()});
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, service.port(), "split", share_port);
+  int fd = connect_tcp(share_port, 5s);
+  ASSERT_GE(fd, 0);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ASSERT_TRUE(write_all(fd, hello.substr(0, 40), 5s));
+  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(write_all(fd, hello.substr(40), 5s));
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until &&
+         (service.received_prefixes().empty() ||
+          service.received_prefixes().front().size() < hello.size()))
+    std::this_thread::sleep_for(20ms);
+  ::close(fd);
+  ASSERT_FALSE(service.received_prefixes().empty());
+  EXPECT_EQ(service.received_prefixes().front(), hello);
 }
 
 TEST_F(share_url_test, GarbageAndSilenceOnTheHttpsPortLeaveTheRelayServing) {
