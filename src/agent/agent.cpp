@@ -1,6 +1,8 @@
 // Agent: dialling and redialling the relay, registration, and local connections for streams.
 #include "agent/agent.hpp"
 
+#include <fstream>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -9,11 +11,13 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <cstdio>
 #include <optional>
 
+#include "agent/share_cert.hpp"
 #include "core/address.hpp"
 #include "core/backoff.hpp"
 #include "core/deadline.hpp"
@@ -24,6 +28,8 @@
 #include "e2ee/identity.hpp"
 #include "e2ee/secure_stream.hpp"
 #include "e2ee/splice.hpp"
+#include "http/duplex.hpp"
+#include "http/proxy.hpp"
 #include "link/dial.hpp"
 #include "link/drain.hpp"
 #include "link/handshake.hpp"
@@ -77,11 +83,10 @@ agent::agent(agent_config config)
       services_.begin(), services_.end(),
       [](const service_state& st) { return st.config.e2ee || st.config.kind == "http"; });
   if (needs_identity) {
+    state_dir_ = config_.state_dir.empty() ? e2ee::default_agent_state_dir() : config_.state_dir;
     try {
       identity_ = config_.e2ee_cert.empty()
-                      ? e2ee::load_or_create_identity(config_.state_dir.empty()
-                                                          ? e2ee::default_agent_state_dir()
-                                                          : config_.state_dir)
+                      ? e2ee::load_or_create_identity(state_dir_)
                       : e2ee::load_identity_files(config_.e2ee_cert, config_.e2ee_key);
     } catch (const std::exception& e) {
       throw config_error(std::string("end-to-end identity: ") + e.what());
@@ -94,6 +99,15 @@ agent::agent(agent_config config)
       if ((st.config.e2ee || st.config.kind == "http") && !st.config.name_given)
         st.config.name += "-" + fingerprint_.substr(std::string("sha256:").size(), 8);
   }
+  for (auto& st : services_) {
+    if (st.config.cert_file.empty()) continue;
+    try {
+      st.web_tls = load_share_cert(st.config.cert_file, st.config.key_file).tls;
+      st.own_cert = true;
+    } catch (const std::exception& e) {
+      throw config_error(std::string("service ") + st.config.name + ": " + e.what());
+    }
+  }
 }
 
 agent::~agent() = default;
@@ -101,6 +115,10 @@ agent::~agent() = default;
 int agent::run() {
   for (unsigned i = 0; i < workers_.size(); ++i)
     spawn_logged(workers_.at(i).get_executor(), link_slot(i), "link " + std::to_string(i));
+  bool blind = std::any_of(services_.begin(), services_.end(), [](const service_state& st) {
+    return st.config.kind == "http" && st.config.mode == "blind" && !st.own_cert;
+  });
+  if (blind) spawn_logged(workers_.at(0).get_executor(), renew_certs(), "certificate renewal");
   workers_.run([this] { spawn_logged(workers_.at(0).get_executor(), shutdown(), "shutdown"); });
   return exit_code_;
 }
@@ -117,6 +135,7 @@ proto::register_services agent::registration() {
   proto::register_services r;
   for (auto& s : services_) {
     proto::service_spec spec{s.config.name, s.config.kind, s.assigned_port, s.config.e2ee, {}};
+    spec.mode = s.config.mode;
     if (!s.config.visitor_token.empty())
       spec.visitor_token_sha256 = hex(sha256(s.config.visitor_token));
     r.services.push_back(std::move(spec));
@@ -166,6 +185,8 @@ asio::awaitable<std::string> agent::serve_link(unsigned index, std::shared_ptr<l
   h.on_control = [this, raw](proto::control_message m) {
     if (auto* r = std::get_if<proto::registered>(&m))
       on_registered(*raw, *r);
+    else if (auto* c = std::get_if<proto::certificate>(&m))
+      on_certificate(*c);
     else if (auto* e = std::get_if<proto::link_error>(&m))
       spdlog::error("relay: {} ({})", e->message, e->code);
   };
@@ -203,6 +224,13 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
       if (s.config.e2ee) {
         if (!s.announced) announce_e2ee(s);
         s.announced = true;
+        continue;
+      }
+      if (s.config.kind == "http") {
+        s.public_address = res.public_address;
+        s.host = share_url_host(res.public_address);
+        if (s.config.mode == "blind") maybe_request_cert(l, s);
+        if (s.config.mode != "blind" || s.web_tls) announce_share_url(s);
         continue;
       }
       if (s.assigned_port != res.remote_port || s.public_address != res.public_address) {
@@ -262,6 +290,99 @@ void agent::announce_e2ee(const service_state& s) {
   spdlog::info("service {}: {}", c.name, line);
 }
 
+void agent::announce_share_url(service_state& s) {
+  if (s.announced) return;
+  s.announced = true;
+  std::string line =
+      fmt::format("http {} is public at {}",
+                  format_host_port(s.config.local_host, s.config.local_port), s.public_address);
+  std::string out = line + "\n";
+  if (s.config.mode == "blind" && !s.own_cert)
+    out += fmt::format(
+        "visitors trust the relay's CA (`burrow relay ca` prints it; a copy is in {}): curl "
+        "--cacert {} {}\n",
+        (state_dir_ / "relay-ca.pem").string(), (state_dir_ / "relay-ca.pem").string(),
+        s.public_address);
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  spdlog::info("service {}: {}", s.config.name, line);
+}
+
+// Called with mutex_ held, on `l`'s thread.
+void agent::maybe_request_cert(link::link& l, service_state& s) {
+  if (s.own_cert || s.host.empty()) return;
+  auto now = std::chrono::steady_clock::now();
+  bool due = !s.web_tls || now >= s.renew_at;
+  bool waiting = s.requested_at != std::chrono::steady_clock::time_point{} &&
+                 now - s.requested_at < std::chrono::seconds(10);
+  if (!due || waiting) return;
+  try {
+    l.send_control(make_share_cert_request(s.config.name, identity_));
+    s.requested_at = now;
+    spdlog::debug("service {}: asked the relay for a certificate for {}", s.config.name, s.host);
+  } catch (const std::exception& e) {
+    spdlog::error("service {}: cannot make a certificate request: {}", s.config.name, e.what());
+  }
+}
+
+void agent::on_certificate(const proto::certificate& c) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(services_.begin(), services_.end(), [&](const service_state& st) {
+    return st.config.name == c.name && st.config.kind == "http";
+  });
+  if (it == services_.end()) return;
+  auto& s = *it;
+  try {
+    auto got = accept_share_cert(c, identity_, s.host);
+    bool renewed = s.web_tls != nullptr;
+    s.web_tls = std::move(got.tls);
+    s.renew_at = got.renew_at;
+    s.requested_at = {};
+    spdlog::info("service {}: {} certificate for {} from the relay's CA, renewed in {}s",
+                 s.config.name, renewed ? "renewed the" : "got a", s.host,
+                 std::chrono::duration_cast<std::chrono::seconds>(got.renew_at -
+                                                                  std::chrono::steady_clock::now())
+                     .count());
+    if (!c.ca.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(state_dir_, ec);
+      std::ofstream out(state_dir_ / "relay-ca.pem", std::ios::binary | std::ios::trunc);
+      out << c.ca;
+      if (!out) spdlog::warn("cannot write {}", (state_dir_ / "relay-ca.pem").string());
+    }
+    announce_share_url(s);
+  } catch (const std::exception& e) {
+    spdlog::error("service {}: no certificate: {}; asking again shortly", s.config.name, e.what());
+  }
+}
+
+asio::awaitable<void> agent::renew_certs() {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!stopping_) {
+    timer.expires_after(std::chrono::seconds(1));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    std::lock_guard lock(mutex_);
+    std::shared_ptr<link::link> live;
+    for (auto& w : links_)
+      if (auto l = w.lock(); l && !live) live = std::move(l);
+    if (!live) continue;
+    for (std::size_t i = 0; i < services_.size(); ++i) {
+      auto& s = services_[i];
+      if (s.config.kind != "http" || s.config.mode != "blind" || s.own_cert || s.host.empty())
+        continue;
+      auto now = std::chrono::steady_clock::now();
+      bool due = !s.web_tls || now >= s.renew_at;
+      bool waiting = s.requested_at != std::chrono::steady_clock::time_point{} &&
+                     now - s.requested_at < std::chrono::seconds(10);
+      if (!due || waiting) continue;
+      asio::post(live->executor(), [this, live, i] {
+        std::lock_guard inner(mutex_);
+        maybe_request_cert(*live, services_[i]);
+      });
+    }
+  }
+}
+
 asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
                                            std::shared_ptr<link::stream> s,
                                            proto::open_metadata meta, std::size_t index) {
@@ -271,6 +392,11 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
     ~done() { --n; }
   } guard{active_streams_};
   const service_config& svc = services_[index].config;  // immutable after construction
+  if (svc.kind == "http" && svc.mode == "blind") {
+    auto serving = web_session(std::move(l), std::move(s), std::move(meta), index);
+    co_await std::move(serving);
+    co_return;
+  }
   tcp::socket socket(l->executor());
   auto connected = co_await with_deadline(tcp_connect_one(socket, services_[index].target),
                                           config_.local_connect_timeout);
@@ -329,6 +455,68 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
     co_return;
   }
   co_await s->pump(socket);
+}
+
+asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
+                                         std::shared_ptr<link::stream> s, proto::open_metadata meta,
+                                         std::size_t index) {
+  const service_config& svc = services_[index].config;
+  std::shared_ptr<asio::ssl::context> web_tls;
+  std::string host;
+  {
+    std::lock_guard lock(mutex_);
+    web_tls = services_[index].web_tls;
+    host = services_[index].host;
+  }
+  if (!web_tls) {
+    l->refuse(*s, proto::stream_status::unreachable,
+              "the share URL's certificate has not arrived yet");
+    co_return;
+  }
+  l->accept(*s);
+  e2ee::secure_stream tls(web_tls->native_handle(), s, e2ee::tls_role::server, "");
+  auto shaking = tls.handshake();
+  auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);
+  if (!shaken || *shaken) {
+    {
+      std::lock_guard lock(mutex_);
+      if (e2ee_errors_.allow())
+        spdlog::info("service {}: TLS handshake with visitor {} failed: {}", svc.name,
+                     meta.visitor_address, shaken ? shaken->message() : "timed out");
+    }
+    tls.abort(proto::stream_status::cancelled);
+    l->stream_finished(s->id());
+    co_return;
+  }
+  auto visitor = http::make_tls_duplex(tls);
+  tcp::socket socket(l->executor());
+  auto connected = co_await with_deadline(tcp_connect_one(socket, services_[index].target),
+                                          config_.local_connect_timeout);
+  if (!connected || *connected) {
+    std::string why = connected ? connected->message() : "connect timed out";
+    {
+      std::lock_guard lock(mutex_);
+      if (services_[index].local_errors.allow())
+        spdlog::warn("local service {} ({}) is not answering: {}",
+                     format_host_port(svc.local_host, svc.local_port), svc.name, why);
+    }
+    auto answering = http::answer_and_close(
+        *visitor,
+        http::simple_response(502, "Bad Gateway", "the tunnel's local service is not answering\n"));
+    co_await with_deadline(std::move(answering), config_.connect_timeout);
+    tls.stream().finish();
+    co_return;
+  }
+  boost::system::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  auto local = http::make_tcp_duplex(socket);
+  http::proxy_options options;
+  options.forwarded = {meta.visitor_address, meta.scheme.empty() ? "https" : meta.scheme, host};
+  auto proxying = http::proxy(*visitor, *local, std::move(options));
+  auto result = co_await std::move(proxying);
+  if (!result.error.empty())
+    spdlog::debug("service {}: visitor {}: {}", svc.name, meta.visitor_address, result.error);
+  tls.stream().finish();
 }
 
 asio::awaitable<void> agent::shutdown() {

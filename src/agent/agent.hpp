@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,7 +45,14 @@ class agent {
     std::uint16_t assigned_port = 0;
     std::string public_address;
     bool refused_logged = false;
-    bool announced = false;  // the end-to-end visitor command was printed
+    bool announced = false;  // the end-to-end visitor command, or the share URL, was printed
+    // Blind share URLs (guarded by mutex_): the TLS visitors meet, the name it is for, and when
+    // to ask the relay for the next certificate.
+    std::shared_ptr<boost::asio::ssl::context> web_tls;
+    bool own_cert = false;  // the user's --cert: never renewed through the relay
+    std::string host;       // NAME.DOMAIN, from the relay's answer
+    std::chrono::steady_clock::time_point renew_at = std::chrono::steady_clock::time_point::max();
+    std::chrono::steady_clock::time_point requested_at{};
     log_limiter local_errors{std::chrono::seconds(10)};
   };
 
@@ -57,6 +65,14 @@ class agent {
   boost::asio::awaitable<void> shutdown();
   void on_registered(link::link& link, const proto::registered& r);
   void announce_e2ee(const service_state& s);
+  void announce_share_url(service_state& s);
+  // Blind share URLs: certificate requests, the relay's answers, and renewal.
+  void maybe_request_cert(link::link& l, service_state& s);
+  void on_certificate(const proto::certificate& c);
+  boost::asio::awaitable<void> renew_certs();
+  boost::asio::awaitable<void> web_session(std::shared_ptr<link::link> link,
+                                           std::shared_ptr<link::stream> stream,
+                                           proto::open_metadata meta, std::size_t service);
   proto::register_services registration();
   void fatal(int code, const std::string& message);
 
@@ -68,6 +84,7 @@ class agent {
   workers workers_;
   // End to end: this agent's own key and certificate, and the TLS server visitors meet.
   tls::key_pair identity_;
+  std::filesystem::path state_dir_;
   std::string fingerprint_;
   std::optional<boost::asio::ssl::context> e2ee_tls_;
   log_limiter e2ee_errors_{std::chrono::seconds(10)};  // guarded by mutex_

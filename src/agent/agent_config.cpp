@@ -17,8 +17,9 @@ const std::vector<std::string>& agent_setting_keys() {
 }
 
 const std::vector<std::string>& service_setting_keys() {
-  static const std::vector<std::string> keys{"name",           "local", "remote-port",
-                                             "proxy-protocol", "e2ee",  "visitor-token"};
+  static const std::vector<std::string> keys{
+      "name",          "local", "remote-port", "proxy-protocol", "e2ee",
+      "visitor-token", "kind",  "mode",        "cert",           "key"};
   return keys;
 }
 
@@ -75,16 +76,31 @@ service_config make_service(const settings_layer& s, std::string_view where) {
   }
   if (svc.kind == "http") {
     svc.e2ee = false;  // the TLS of a share URL ends past the relay by itself
-    svc.mode = "passthrough";
-    if (auto* m = get("mode"); m && *m != "passthrough")
-      throw config_error(std::string(where) + ": mode '" + *m +
-                         "' is not available in this version; use mode passthrough (a local "
-                         "service that speaks TLS itself)");
+    svc.mode = "blind";
+    if (auto* m = get("mode")) {
+      if (*m != "blind" && *m != "passthrough")
+        throw config_error(std::string(where) + ": mode '" + *m +
+                           "' is not blind (TLS ends at the agent) or passthrough (a local "
+                           "service that speaks TLS itself)");
+      svc.mode = *m;
+    }
     if (svc.remote_port || get("visitor-token") || get("e2ee"))
       throw config_error(std::string(where) +
                          ": remote-port, e2ee and visitor-token are for tcp services");
-  } else if (get("mode")) {
-    throw config_error(std::string(where) + ": mode is for http services");
+    auto* cert = get("cert");
+    auto* key = get("key");
+    if ((cert == nullptr) != (key == nullptr))
+      throw config_error(std::string(where) + ": cert and key go together: give both, or neither");
+    if (cert) {
+      if (svc.mode != "blind")
+        throw config_error(std::string(where) +
+                           ": cert and key are for blind mode; in passthrough mode the local "
+                           "service presents its own");
+      svc.cert_file = *cert;
+      svc.key_file = *key;
+    }
+  } else if (get("mode") || get("cert") || get("key")) {
+    throw config_error(std::string(where) + ": mode, cert and key are for http services");
   }
   if (svc.e2ee && svc.remote_port)
     throw config_error(std::string(where) +

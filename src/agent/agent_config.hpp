@@ -21,11 +21,13 @@ struct service_config {
   // End to end (the default): no public port; visitors use `burrow connect NAME --pin FP`, and
   // TLS runs between them and this agent. false: a plain public port on the relay.
   bool e2ee = true;
-  // "tcp", or "http": an HTTPS share URL routed by SNI (mode passthrough: the TLS goes on to a
-  // local service that speaks TLS itself).
+  // "tcp", or "http": an HTTPS share URL routed by SNI. Modes: "blind" (TLS ends at this agent,
+  // which speaks HTTP/1.1 to the service) or "passthrough" (the TLS goes on to a local service
+  // that speaks TLS itself).
   std::string kind = "tcp";
   std::string mode;
-  bool name_given = false;    // false: the agent derives a relay-wide unique name
+  std::string cert_file, key_file;  // blind: the user's own certificate instead of the relay CA's
+  bool name_given = false;          // false: the agent derives a relay-wide unique name
   std::string visitor_token;  // end-to-end services: the token visitors must present; never logged
 };
 

@@ -79,8 +79,13 @@ int run(int argc, char** argv) {
                 "the share URL's name: https://NAME.DOMAIN (default http-PORT plus the agent's "
                 "key id)");
   http_opts.add(*http_cmd, "mode",
-                "passthrough: the TLS goes on to a local service that speaks TLS itself "
-                "(the only mode in this version)");
+                "blind (default): TLS ends at this agent, which speaks HTTP/1.1 to the service "
+                "and adds X-Forwarded-*; the relay cannot read it. passthrough: the TLS goes on to "
+                "a local service that speaks TLS itself");
+  http_opts.add(*http_cmd, "cert",
+                "blind mode: your own certificate for the share URL's name (PEM, chain after the "
+                "leaf), with --key; default: one the relay's CA signs for this agent's key");
+  http_opts.add(*http_cmd, "key", "the private key of --cert (PEM)");
 
   // burrow up -c burrow.toml
   option_set up_opts;
@@ -151,7 +156,7 @@ int run(int argc, char** argv) {
       if (!http_file.empty()) file = load_config_file(http_file, keys, service_keys);
       auto flags = http_opts.given();
       settings_layer service{{"local", http_local}, {"kind", "http"}};
-      for (const char* k : {"name", "mode"}) {
+      for (const char* k : {"name", "mode", "cert", "key"}) {
         if (auto it = flags.find(k); it != flags.end()) service[k] = it->second;
         flags.erase(k);
       }

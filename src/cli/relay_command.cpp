@@ -31,6 +31,9 @@ void add_relay_options(option_set& o, CLI::App& app) {
   o.add_list(app, "https-listen",
              "HTTPS listener HOST:PORT, repeatable; empty value: none (default 0.0.0.0:443 and "
              "[::]:443, skipped if they cannot be bound)");
+  o.add(app, "share-cert-lifetime",
+        "lifetime of the certificates the relay's CA signs for share URLs; agents renew them "
+        "after two thirds (default 24h)");
   o.add(app, "grace", "how long a gone agent's ports stay reserved for its token (default 30s)");
   o.add(app, "handshake-timeout", "TLS handshake and hello deadline (default 10s)");
   o.add(app, "drain-timeout", "on SIGTERM, how long open streams may finish (default 10s)");

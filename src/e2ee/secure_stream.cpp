@@ -34,17 +34,19 @@ constexpr std::size_t flush_threshold = 48 * 1024;
 constexpr std::size_t min_landing = 2048;
 constexpr std::size_t landing_size = max_plaintext_record + 512;
 
-bool alpn_agreed(SSL* ssl) {
+bool alpn_agreed(SSL* ssl, std::string_view required) {
+  if (required.empty()) return true;
   const unsigned char* p = nullptr;
   unsigned int len = 0;
   SSL_get0_alpn_selected(ssl, &p, &len);
-  return std::string_view(reinterpret_cast<const char*>(p), len) == alpn_protocol;
+  return std::string_view(reinterpret_cast<const char*>(p), len) == required;
 }
 
 }  // namespace
 
-secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_role role)
-    : stream_(std::move(s)) {
+secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_role role,
+                             std::string_view required_alpn)
+    : stream_(std::move(s)), required_alpn_(required_alpn) {
   if (!ctx || !stream_) throw std::invalid_argument("secure_stream: null context or stream");
   ssl_ = SSL_new(ctx);
   if (!ssl_) tls::throw_openssl_error("SSL_new failed");
@@ -101,7 +103,7 @@ asio::awaitable<error_code> secure_stream::handshake() {
     ec = co_await std::move(fed);
     if (ec) co_return ec;
   }
-  if (!alpn_agreed(ssl_)) {
+  if (!alpn_agreed(ssl_, required_alpn_)) {
     if (!broken_) broken_ = asio::error::no_protocol_option;
     co_return broken_;
   }

@@ -11,8 +11,10 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "e2ee/buffer_bio.hpp"
+#include "e2ee/contexts.hpp"
 #include "link/byte_buffer.hpp"
 #include "link/event.hpp"
 #include "proto/frame.hpp"
@@ -30,7 +32,10 @@ enum class tls_role { client, server };
 // ended it, since with_deadline waits for the cancelled operation).
 class secure_stream {
  public:
-  secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_role role);
+  // `required_alpn`: the protocol both sides must have agreed on (the end-to-end one by
+  // default); empty accepts any outcome, as a web server does.
+  secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_role role,
+                std::string_view required_alpn = alpn_protocol);
   ~secure_stream();  // frees the SSL; does not touch the stream
   secure_stream(const secure_stream&) = delete;
   secure_stream& operator=(const secure_stream&) = delete;
@@ -69,6 +74,7 @@ class secure_stream {
   std::unique_ptr<std::uint8_t[]> landing_;  // for reads without a caller buffer big enough
   std::optional<link::event> flushed_;       // made on first use, on the stream's executor
   bool flushing_ = false;
+  std::string_view required_alpn_;
   bool handshake_done_ = false;
   bool shutdown_sent_ = false;
   bool peer_fin_ = false;

@@ -108,6 +108,8 @@ json::object encode_service(const service_spec& s) {
   json::object o{{"name", s.name}, {"kind", s.kind}, {"remote_port", s.remote_port}};
   if (s.e2ee) o["e2ee"] = true;
   if (!s.visitor_token_sha256.empty()) o["visitor_token_sha256"] = s.visitor_token_sha256;
+  if (!s.mode.empty()) o["mode"] = s.mode;
+  if (s.plain_http) o["plain_http"] = true;
   return o;
 }
 
@@ -153,6 +155,22 @@ std::string encode_control(const control_message& m) {
           },
           [](const link_error& e) {
             return json::object{{"type", "error"}, {"code", e.code}, {"message", e.message}};
+          },
+          [](const cert_request& c) {
+            return json::object{{"type", "cert_request"}, {"name", c.name}, {"csr", c.csr}};
+          },
+          [](const certificate& c) {
+            json::object o{{"type", "certificate"}, {"name", c.name}, {"ok", c.ok}};
+            if (!c.cert.empty()) o["cert"] = c.cert;
+            if (!c.ca.empty()) o["ca"] = c.ca;
+            if (!c.code.empty()) o["code"] = c.code;
+            if (!c.message.empty()) o["message"] = c.message;
+            return o;
+          },
+          [](const unregister& u) {
+            json::array a;
+            for (auto& n : u.names) a.push_back(json::string(n));
+            return json::object{{"type", "unregister"}, {"names", a}};
           },
       },
       m);
@@ -208,6 +226,8 @@ control_decode decode_control(std::string_view text) {
       sr.num("remote_port", s.remote_port);
       sr.boolean("e2ee", s.e2ee);
       sr.str("visitor_token_sha256", s.visitor_token_sha256);
+      sr.str("mode", s.mode);
+      sr.boolean("plain_http", s.plain_http);
     });
     if (r.ok) out.message = std::move(reg);
   } else if (type == "registered") {
@@ -221,6 +241,33 @@ control_decode decode_control(std::string_view text) {
       sr.str("message", s.message);
     });
     if (r.ok) out.message = std::move(reg);
+  } else if (type == "cert_request") {
+    cert_request c;
+    r.str("name", c.name);
+    r.str("csr", c.csr);
+    if (r.ok) out.message = std::move(c);
+  } else if (type == "certificate") {
+    certificate c;
+    r.str("name", c.name);
+    r.boolean("ok", c.ok);
+    r.str("cert", c.cert);
+    r.str("ca", c.ca);
+    r.str("code", c.code);
+    r.str("message", c.message);
+    if (r.ok) out.message = std::move(c);
+  } else if (type == "unregister") {
+    unregister u;
+    if (auto* a = r.array("names")) {
+      for (auto& v : *a) {
+        auto* str = v.if_string();
+        if (!str || str->size() > max_string) {
+          r.ok = false;
+          break;
+        }
+        u.names.emplace_back(str->data(), str->size());
+      }
+    }
+    if (r.ok) out.message = std::move(u);
   } else if (type == "error") {
     link_error e;
     r.str("code", e.code);
@@ -242,6 +289,7 @@ std::string encode_open(const open_metadata& m) {
                  {"relay_address", m.relay_address},
                  {"relay_port", m.relay_port}};
   if (!m.visitor_token.empty()) o["visitor_token"] = m.visitor_token;
+  if (!m.scheme.empty()) o["scheme"] = m.scheme;
   return json::serialize(o);
 }
 
@@ -256,6 +304,7 @@ std::optional<open_metadata> decode_open(std::string_view text) {
   r.str("relay_address", m.relay_address);
   r.num("relay_port", m.relay_port);
   r.str("visitor_token", m.visitor_token);
+  r.str("scheme", m.scheme);
   if (!r.ok) return std::nullopt;
   return m;
 }

@@ -40,6 +40,11 @@ struct service_spec {
   bool e2ee = false;
   // Hex SHA-256 of the visitor token the relay asks of visitors; empty: no token needed.
   std::string visitor_token_sha256 = {};
+  // Share URLs (kind "http"): "blind" (TLS ends at the agent), "inspect" (at the relay) or
+  // "passthrough" (at the local service); empty is blind. `plain_http`: the relay's HTTP listener
+  // forwards plain requests instead of redirecting them to HTTPS.
+  std::string mode = {};
+  bool plain_http = false;
 };
 
 struct register_services {
@@ -66,7 +71,30 @@ struct link_error {
   std::string message;
 };
 
-using control_message = std::variant<hello, welcome, register_services, registered, link_error>;
+// Agent to relay: a certificate for a share URL this agent holds, from a PKCS#10 request made
+// with the agent's own key (the key never leaves the agent).
+struct cert_request {
+  std::string name;
+  std::string csr;  // PEM
+};
+
+// Relay to agent: the answer to a cert_request.
+struct certificate {
+  std::string name;
+  bool ok = false;
+  std::string cert;  // PEM leaf for NAME.DOMAIN, signed by the relay's CA
+  std::string ca;    // PEM of that CA, for the agent's log and visitors' --cacert
+  std::string code;
+  std::string message;
+};
+
+// Agent to relay: these services are done (a share URL expired); their names are free at once.
+struct unregister {
+  std::vector<std::string> names;
+};
+
+using control_message = std::variant<hello, welcome, register_services, registered, link_error,
+                                     cert_request, certificate, unregister>;
 
 std::string encode_control(const control_message& m);
 
@@ -87,6 +115,10 @@ struct open_metadata {
   // From `burrow connect` to the relay only: the visitor token, checked by the relay and never
   // passed on to the agent or logged.
   std::string visitor_token = {};
+  // Share URLs: empty when the stream carries the visitor's own TLS bytes; "https" when the relay
+  // ended TLS (inspect mode) and "http" when the visitor came over plain HTTP: then the stream
+  // carries HTTP/1.1 in the clear.
+  std::string scheme = {};
 };
 
 std::string encode_open(const open_metadata& m);

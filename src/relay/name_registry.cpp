@@ -36,6 +36,8 @@ proto::service_result name_registry::claim(const owner_id& owner, const proto::s
   e.owner = owner;
   e.kind = spec.kind;
   e.token_sha256 = spec.visitor_token_sha256;
+  e.mode = spec.mode.empty() ? "blind" : spec.mode;
+  e.plain_http = spec.plain_http;
   bool attached = false;
   for (auto& w : e.links)
     if (w.lock() == link) attached = true;
@@ -81,6 +83,8 @@ name_registry::route name_registry::pick(const std::string& name, std::string_vi
     return out;
   }
   entry& e = it->second;
+  out.mode = e.mode;
+  out.plain_http = e.plain_http;
   if (!e.token_sha256.empty()) {
     // Hashing first makes the comparison's length fixed: nothing leaks through timing.
     if (visitor_token.empty() || !constant_time_equal(hex(sha256(visitor_token)), e.token_sha256)) {
@@ -111,6 +115,23 @@ name_registry::route name_registry::pick(const std::string& name, std::string_vi
   out.status = proto::stream_status::unreachable;
   out.reason = "service " + name + " is offline: its agent is not connected";
   return out;
+}
+
+bool name_registry::holds(std::string_view name, std::string_view kind, const owner_id& owner) {
+  std::lock_guard lock(mutex_);
+  auto it = names_.find(name);
+  return it != names_.end() && it->second.kind == kind &&
+         it->second.owner.token_id == owner.token_id && it->second.owner.session == owner.session;
+}
+
+bool name_registry::release(std::string_view name, const owner_id& owner) {
+  std::lock_guard lock(mutex_);
+  auto it = names_.find(name);
+  if (it == names_.end() || it->second.owner.token_id != owner.token_id ||
+      it->second.owner.session != owner.session)
+    return false;
+  names_.erase(it);
+  return true;
 }
 
 std::size_t name_registry::expire(std::chrono::steady_clock::time_point now) {

@@ -34,10 +34,18 @@ class name_registry {
     std::shared_ptr<link::link> link;
     proto::stream_status status = proto::stream_status::ok;
     std::string reason;
+    std::string mode;  // share URLs: "blind", "inspect" or "passthrough"
+    bool plain_http = false;
   };
   // `kind`: the service kind the visitor came for ("tcp" through connect, "http" by SNI).
   route pick(const std::string& name, std::string_view kind, std::string_view visitor_token,
              const boost::asio::any_io_executor& preferred, const link::link* avoid = nullptr);
+
+  // True while `owner` holds `name` as a service of `kind`.
+  bool holds(std::string_view name, std::string_view kind, const owner_id& owner);
+  // The agent gave the name up (a share URL expired): free at once, no grace. False if `owner`
+  // does not hold it.
+  bool release(std::string_view name, const owner_id& owner);
 
   // Releases names whose grace ran out; returns how many.
   std::size_t expire(std::chrono::steady_clock::time_point now);
@@ -48,6 +56,8 @@ class name_registry {
     owner_id owner;
     std::string kind;
     std::string token_sha256;  // hex; empty: no visitor token asked
+    std::string mode;
+    bool plain_http = false;
     std::vector<std::weak_ptr<link::link>> links;
     std::chrono::steady_clock::time_point grace_until{};
     std::size_t next = 0;

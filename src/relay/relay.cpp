@@ -78,10 +78,9 @@ relay::relay(relay_config config, relay_state state)
       workers_(config_.workers ? config_.workers
                                : std::max(1u, std::thread::hardware_concurrency())),
       tls_(tls::make_server_context(state_.server, {"burrow/1"})),
-      domain_tls_(tls::make_server_context(
+      domain_tls_(tls::make_web_server_context(
           tls::make_leaf(state_.ca, config_.domain, {config_.domain, "*." + config_.domain}, {},
-                         std::chrono::hours(24 * 90)),
-          {"http/1.1"})),
+                         std::chrono::hours(24 * 90)))),
       names_(config_.grace) {
   token_id_ = hex(sha256(state_.agent_token)).substr(0, 12);
 
@@ -285,6 +284,15 @@ asio::awaitable<void> relay::link_session(tcp::socket socket) {
 void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner,
                         const std::string& name) {
   h.on_control = [this, raw, owner, name](proto::control_message m) {
+    if (auto* req = std::get_if<proto::cert_request>(&m)) {
+      raw->send_control(sign_share_cert(owner, *req, name));
+      return;
+    }
+    if (auto* u = std::get_if<proto::unregister>(&m)) {
+      for (auto& n : u->names)
+        if (names_.release(n, owner)) spdlog::info("{}: service {} released by its agent", name, n);
+      return;
+    }
     auto* reg = std::get_if<proto::register_services>(&m);
     if (!reg) {
       spdlog::warn("{}: unexpected control message ignored", name);
@@ -333,6 +341,31 @@ void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner
   };
 }
 
+proto::certificate relay::sign_share_cert(const owner_id& owner, const proto::cert_request& req,
+                                          const std::string& who) {
+  proto::certificate out;
+  out.name = req.name;
+  if (!names_.holds(req.name, "http", owner)) {
+    out.code = "not_yours";
+    out.message = "this agent holds no share URL named " + req.name;
+    spdlog::warn("{}: certificate for {} refused: {}", who, req.name, out.message);
+    return out;
+  }
+  std::string host = req.name + "." + config_.domain;
+  try {
+    out.cert = tls::sign_csr(state_.ca, req.csr, host, config_.share_cert_lifetime);
+    out.ca = state_.ca.cert_pem;
+    out.ok = true;
+    spdlog::info("{}: signed a certificate for {} valid {}s", who, host,
+                 config_.share_cert_lifetime.count());
+  } catch (const std::exception& e) {
+    out.code = "bad_request";
+    out.message = std::string("certificate request refused: ") + e.what();
+    spdlog::warn("{}: {}", who, out.message);
+  }
+  return out;
+}
+
 proto::service_result relay::claim_share_url(const owner_id& owner, const proto::service_spec& spec,
                                              const std::shared_ptr<link::link>& link) {
   proto::service_result r;
@@ -346,6 +379,12 @@ proto::service_result relay::claim_share_url(const owner_id& owner, const proto:
   if (!label || *label != spec.name || spec.name.find('.') != std::string::npos) {
     r.code = "bad_name";
     r.message = "a share URL's name is one DNS label: 1-63 lowercase letters, digits or '-'";
+    return r;
+  }
+  if (!spec.mode.empty() && spec.mode != "blind" && spec.mode != "passthrough") {
+    r.code = "unsupported_mode";
+    r.message = "this relay serves share URLs in blind and passthrough modes, not '" +
+                spec.mode.substr(0, 32) + "'";
     return r;
   }
   r = names_.claim(owner, spec, link);

@@ -54,6 +54,9 @@ class relay {
                                                int attempt);
   proto::service_result claim_share_url(const owner_id& owner, const proto::service_spec& spec,
                                         const std::shared_ptr<link::link>& link);
+  // Signs a share URL's certificate from the agent's request, if that agent holds the name.
+  proto::certificate sign_share_cert(const owner_id& owner, const proto::cert_request& req,
+                                     const std::string& who);
   // HTTPS share URLs (relay_https.cpp): route by the ClientHello's SNI, without decrypting.
   void bind_https();
   boost::asio::awaitable<void> https_session(boost::asio::ip::tcp::socket socket);

@@ -23,7 +23,10 @@ struct relay_config {
   std::string domain = "burrow.localhost";
   std::vector<std::string> https_listen{"0.0.0.0:443", "[::]:443"};
   bool https_listen_given = false;  // defaults that cannot be bound are skipped with a warning
-  unsigned workers = 0;             // 0: one per core
+  // Lifetime of the certificates the relay's CA signs for agents' share URLs (blind mode);
+  // agents renew after two thirds of it.
+  std::chrono::seconds share_cert_lifetime{24 * 3600};
+  unsigned workers = 0;                    // 0: one per core
   std::chrono::milliseconds grace{30000};  // how long a gone agent's ports stay reserved
   std::chrono::milliseconds handshake_timeout{10000};
   std::chrono::milliseconds drain_timeout{10000};

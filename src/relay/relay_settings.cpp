@@ -9,11 +9,25 @@
 namespace burrow::relay {
 
 const std::vector<std::string>& relay_setting_keys() {
-  static const std::vector<std::string> keys{
-      "state-dir",    "listen",      "public-bind",         "port-range",    "advertise",
-      "workers",      "grace",       "handshake-timeout",   "drain-timeout", "ping-interval",
-      "ping-timeout", "max-streams", "stream-idle-timeout", "window",        "log-format",
-      "log-level",    "domain",      "https-listen"};
+  static const std::vector<std::string> keys{"state-dir",
+                                             "listen",
+                                             "public-bind",
+                                             "port-range",
+                                             "advertise",
+                                             "workers",
+                                             "grace",
+                                             "handshake-timeout",
+                                             "drain-timeout",
+                                             "ping-interval",
+                                             "ping-timeout",
+                                             "max-streams",
+                                             "stream-idle-timeout",
+                                             "window",
+                                             "log-format",
+                                             "log-level",
+                                             "domain",
+                                             "https-listen",
+                                             "share-cert-lifetime"};
   return keys;
 }
 
@@ -57,6 +71,11 @@ relay_config make_relay_config(const layered_settings& s) {
         throw config_error("https-listen address '" + l + "' (from " + s.origin("https-listen") +
                            ") is not HOST:PORT");
   }
+  auto lifetime = s.duration_or("share-cert-lifetime", c.share_cert_lifetime);
+  if (lifetime < std::chrono::seconds(10) || lifetime > std::chrono::hours(24 * 90))
+    throw config_error("share-cert-lifetime (from " + s.origin("share-cert-lifetime") +
+                       ") must be between 10s and 90 days");
+  c.share_cert_lifetime = std::chrono::duration_cast<std::chrono::seconds>(lifetime);
   c.workers = static_cast<unsigned>(s.number_or("workers", 0, 0, 256));
   c.grace = s.duration_or("grace", c.grace);
   c.handshake_timeout = s.duration_or("handshake-timeout", c.handshake_timeout);

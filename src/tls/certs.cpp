@@ -62,12 +62,12 @@ void set_random_serial(X509* x) {
     throw_openssl_error("cannot set certificate serial");
 }
 
-void set_validity(X509* x, std::chrono::hours validity) {
+void set_validity(X509* x, std::chrono::seconds validity) {
   if (validity.count() <= 0) throw std::invalid_argument("certificate validity must be positive");
   std::time_t now = std::time(nullptr);
   // Backdated an hour so peers with slightly slow clocks accept a fresh certificate.
-  long days = static_cast<long>(validity.count() / 24);
-  long seconds = static_cast<long>(validity.count() % 24) * 3600;
+  long days = static_cast<long>(validity.count() / 86400);
+  long seconds = static_cast<long>(validity.count() % 86400);
   if (!ASN1_TIME_adj(X509_getm_notBefore(x), now, 0, -3600) ||
       !ASN1_TIME_adj(X509_getm_notAfter(x), now, static_cast<int>(days), seconds))
     throw_openssl_error("cannot set certificate validity");
@@ -127,10 +127,15 @@ struct leaf_names {
   const std::vector<std::string>& ips;
 };
 
-// Builds and signs one certificate. With no issuer it is self-signed.
-key_pair issue(std::string_view common_name, std::chrono::hours validity, bool is_ca,
-               const leaf_names* names, X509* issuer_cert, EVP_PKEY* issuer_key) {
-  auto key = new_ec_key();
+// Builds and signs one certificate. With no issuer it is self-signed. With a `subject_key` the
+// certificate is for that public key and the returned key_pem is empty; otherwise a new key is
+// made.
+key_pair issue(std::string_view common_name, std::chrono::seconds validity, bool is_ca,
+               const leaf_names* names, X509* issuer_cert, EVP_PKEY* issuer_key,
+               EVP_PKEY* subject_key = nullptr) {
+  evp_pkey_ptr own_key;
+  if (!subject_key) own_key = new_ec_key();
+  EVP_PKEY* key_raw = subject_key ? subject_key : own_key.get();
   x509_ptr x(X509_new());
   if (!x || !X509_set_version(x.get(), X509_VERSION_3)) throw_openssl_error("X509_new failed");
   set_random_serial(x.get());
@@ -138,7 +143,7 @@ key_pair issue(std::string_view common_name, std::chrono::hours validity, bool i
   set_common_name(x.get(), common_name);
   X509_NAME* issuer_name =
       issuer_cert ? X509_get_subject_name(issuer_cert) : X509_get_subject_name(x.get());
-  if (!X509_set_issuer_name(x.get(), issuer_name) || !X509_set_pubkey(x.get(), key.get()))
+  if (!X509_set_issuer_name(x.get(), issuer_name) || !X509_set_pubkey(x.get(), key_raw))
     throw_openssl_error("cannot set issuer or public key");
 
   X509V3_CTX ctx;
@@ -157,13 +162,16 @@ key_pair issue(std::string_view common_name, std::chrono::hours validity, bool i
     if (names) add_subject_alt_names(x.get(), names->dns, names->ips);
   }
 
-  if (X509_sign(x.get(), issuer_key ? issuer_key : key.get(), EVP_sha256()) <= 0)
+  if (X509_sign(x.get(), issuer_key ? issuer_key : key_raw, EVP_sha256()) <= 0)
     throw_openssl_error("certificate signing failed");
 
   bio_ptr cert_out(BIO_new(BIO_s_mem()));
+  if (!cert_out || !PEM_write_bio_X509(cert_out.get(), x.get()))
+    throw_openssl_error("cannot write PEM");
+  if (!own_key) return {bio_contents(cert_out.get()), {}};
   bio_ptr key_out(BIO_new(BIO_s_mem()));
-  if (!cert_out || !key_out || !PEM_write_bio_X509(cert_out.get(), x.get()) ||
-      !PEM_write_bio_PrivateKey(key_out.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr))
+  if (!key_out ||
+      !PEM_write_bio_PrivateKey(key_out.get(), key_raw, nullptr, nullptr, 0, nullptr, nullptr))
     throw_openssl_error("cannot write PEM");
   return {bio_contents(cert_out.get()), bio_contents(key_out.get())};
 }
@@ -200,6 +208,55 @@ key_pair make_leaf(const key_pair& ca, std::string_view common_name,
   }
   leaf_names names{dns_names, ip_addresses};
   return issue(common_name, validity, false, &names, ca_cert.get(), ca_key.get());
+}
+
+std::string make_csr(std::string_view key_pem, std::string_view common_name) {
+  auto key = parse_private_key(key_pem);
+  using req_ptr = std::unique_ptr<X509_REQ, openssl_deleter<&X509_REQ_free>>;
+  req_ptr req(X509_REQ_new());
+  if (!req || !X509_REQ_set_version(req.get(), 0) ||
+      !X509_NAME_add_entry_by_txt(X509_REQ_get_subject_name(req.get()), "CN", MBSTRING_UTF8,
+                                  reinterpret_cast<const unsigned char*>(common_name.data()),
+                                  static_cast<int>(common_name.size()), -1, 0) ||
+      !X509_REQ_set_pubkey(req.get(), key.get()) ||
+      X509_REQ_sign(req.get(), key.get(), EVP_sha256()) <= 0)
+    throw_openssl_error("cannot make a certificate request");
+  bio_ptr out(BIO_new(BIO_s_mem()));
+  if (!out || !PEM_write_bio_X509_REQ(out.get(), req.get()))
+    throw_openssl_error("cannot write PEM");
+  return bio_contents(out.get());
+}
+
+std::string sign_csr(const key_pair& ca, std::string_view csr_pem, std::string_view dns_name,
+                     std::chrono::seconds validity) {
+  if (csr_pem.size() > max_csr_size) throw std::runtime_error("certificate request too large");
+  auto bio = memory_bio(csr_pem);
+  using req_ptr = std::unique_ptr<X509_REQ, openssl_deleter<&X509_REQ_free>>;
+  req_ptr req(PEM_read_bio_X509_REQ(bio.get(), nullptr, no_passphrase, nullptr));
+  if (!req) throw_openssl_error("cannot parse the certificate request");
+  EVP_PKEY* requested = X509_REQ_get0_pubkey(req.get());
+  if (!requested || X509_REQ_verify(req.get(), requested) != 1) {
+    ERR_clear_error();
+    throw std::runtime_error("the certificate request's signature does not verify");
+  }
+  // Only keys this house would make itself: EC P-256 or RSA of at least 2048 bits.
+  bool acceptable = false;
+  if (EVP_PKEY_is_a(requested, "EC")) {
+    char group[32] = {};
+    acceptable =
+        EVP_PKEY_get_utf8_string_param(requested, "group", group, sizeof group, nullptr) == 1 &&
+        std::string_view(group) == "prime256v1";
+  } else if (EVP_PKEY_is_a(requested, "RSA")) {
+    acceptable = EVP_PKEY_get_bits(requested) >= 2048;
+  }
+  ERR_clear_error();
+  if (!acceptable) throw std::runtime_error("the certificate request's key is not EC P-256 or RSA");
+  auto ca_cert = parse_certificate(ca.cert_pem);
+  auto ca_key = parse_private_key(ca.key_pem);
+  const std::vector<std::string> dns{std::string(dns_name)};
+  const std::vector<std::string> no_ips;
+  leaf_names names{dns, no_ips};
+  return issue(dns_name, validity, false, &names, ca_cert.get(), ca_key.get(), requested).cert_pem;
 }
 
 key_pair make_self_signed(std::string_view common_name, const std::vector<std::string>& dns_names,

@@ -41,6 +41,17 @@ key_pair make_leaf(const key_pair& ca, std::string_view common_name,
                    const std::vector<std::string>& dns_names,
                    const std::vector<std::string>& ip_addresses, std::chrono::hours validity);
 
+// A PKCS#10 request (PEM) for `common_name`, signed with the private key in `key_pem`.
+std::string make_csr(std::string_view key_pem, std::string_view common_name);
+
+inline constexpr std::size_t max_csr_size = 8 * 1024;
+
+// Issues a leaf for the public key of `csr_pem`, for exactly `dns_name`: the request's own
+// subject and extensions are ignored, only its key (EC P-256 or RSA >= 2048) is taken, after its
+// signature verifies. Throws std::runtime_error on a bad request. The key never reaches the CA.
+std::string sign_csr(const key_pair& ca, std::string_view csr_pem, std::string_view dns_name,
+                     std::chrono::seconds validity);
+
 key_pair make_self_signed(std::string_view common_name, const std::vector<std::string>& dns_names,
                           std::chrono::hours validity);
 

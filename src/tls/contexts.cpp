@@ -27,6 +27,9 @@ namespace {
 constexpr const char* ciphersuites =
     "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
 constexpr const char* groups = "X25519:P-256";
+constexpr const char* tls12_ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
 
 using x509_store_ptr = std::unique_ptr<X509_STORE, openssl_deleter<&X509_STORE_free>>;
 using bio_ptr = std::unique_ptr<BIO, openssl_deleter<&BIO_free_all>>;
@@ -230,6 +233,27 @@ boost::asio::ssl::context make_server_context(const key_pair& identity,
       throw_openssl_error("cannot store ALPN list");
     SSL_CTX_set_alpn_select_cb(native, select_alpn, wire.release());
   }
+  return ctx;
+}
+
+boost::asio::ssl::context make_web_server_context(const key_pair& identity) {
+  boost::asio::ssl::context ctx(boost::asio::ssl::context::tls_server);
+  SSL_CTX* native = ctx.native_handle();
+  // TLS 1.2 too: visitors bring whatever browser or client they have. Forward-secret AEAD only.
+  if (SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1 ||
+      SSL_CTX_set_ciphersuites(native, ciphersuites) != 1 ||
+      SSL_CTX_set_cipher_list(native, tls12_ciphers) != 1 ||
+      SSL_CTX_set1_groups_list(native, groups) != 1)
+    throw_openssl_error("cannot configure the web TLS context");
+  SSL_CTX_set_options(
+      native, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+  enable_keylog_if_requested(native);
+  use_identity(native, identity);
+  auto wire = std::make_unique<std::string>(alpn_wire({"http/1.1"}));
+  if (SSL_CTX_set_ex_data(native, ctx_alpn_index(), wire.get()) != 1)
+    throw_openssl_error("cannot store ALPN list");
+  SSL_CTX_set_alpn_select_cb(native, select_alpn, wire.release());
   return ctx;
 }
 

@@ -23,6 +23,11 @@ namespace burrow::tls {
 boost::asio::ssl::context make_server_context(const key_pair& identity,
                                               const std::vector<std::string>& alpn);
 
+// For visitors' browsers and clients: TLS 1.2 and 1.3 with forward-secret AEAD suites,
+// presenting `identity`, ALPN http/1.1 when the client offers ALPN (a client offering only h2 is
+// refused), session tickets for cheap reconnects, record buffers released while idle.
+boost::asio::ssl::context make_web_server_context(const key_pair& identity);
+
 // Client side: offers `alpn`, trusts the system store, verifies peers by default. Use
 // apply_peer_verification on each connection to choose pin or chain mode.
 boost::asio::ssl::context make_client_context(const std::vector<std::string>& alpn);

@@ -45,16 +45,32 @@ TEST(AgentConfig, EndToEndServicesHaveNoPublicPortAndMayAskForAVisitorToken) {
   EXPECT_THROW(make_agent_config(settings, {s}), config_error);  // --e2ee-key missing
 }
 
-TEST(AgentConfig, HttpServicesArePassthroughShareUrls) {
+TEST(AgentConfig, HttpServicesAreBlindShareUrlsByDefault) {
   auto s = make_service({{"local", "8443"}, {"kind", "http"}}, "x");
   EXPECT_EQ(s.kind, "http");
-  EXPECT_EQ(s.mode, "passthrough");
+  EXPECT_EQ(s.mode, "blind");
   EXPECT_FALSE(s.e2ee);
   EXPECT_EQ(s.name, "http-8443");
-  EXPECT_NO_THROW(
-      make_service({{"local", "8443"}, {"kind", "http"}, {"mode", "passthrough"}}, "x"));
-  // Modes of later versions, and tcp-only settings, are refused with the reason.
-  EXPECT_THROW(make_service({{"local", "80"}, {"kind", "http"}, {"mode", "blind"}}, "x"),
+  EXPECT_EQ(make_service({{"local", "8443"}, {"kind", "http"}, {"mode", "passthrough"}}, "x").mode,
+            "passthrough");
+  auto own =
+      make_service({{"local", "80"}, {"kind", "http"}, {"cert", "c.pem"}, {"key", "k.pem"}}, "x");
+  EXPECT_EQ(own.cert_file, "c.pem");
+  EXPECT_EQ(own.key_file, "k.pem");
+  // Unknown modes, half a certificate, a certificate in passthrough, and tcp-only settings are
+  // refused with the reason.
+  EXPECT_THROW(make_service({{"local", "80"}, {"kind", "http"}, {"mode", "opaque"}}, "x"),
+               config_error);
+  EXPECT_THROW(make_service({{"local", "80"}, {"kind", "http"}, {"cert", "c.pem"}}, "x"),
+               config_error);
+  EXPECT_THROW(make_service({{"local", "80"},
+                             {"kind", "http"},
+                             {"mode", "passthrough"},
+                             {"cert", "c.pem"},
+                             {"key", "k.pem"}},
+                            "x"),
+               config_error);
+  EXPECT_THROW(make_service({{"local", "80"}, {"cert", "c.pem"}, {"key", "k.pem"}}, "x"),
                config_error);
   EXPECT_THROW(make_service({{"local", "80"}, {"kind", "http"}, {"remote-port", "8080"}}, "x"),
                config_error);

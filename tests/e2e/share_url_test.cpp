@@ -13,7 +13,7 @@
 #include <fstream>
 #include <thread>
 
-#include "e2e/tunnel_fixture.hpp"
+#include "e2e/share_url_fixture.hpp"
 #include "tls/certs.hpp"
 
 namespace burrow::test {
@@ -33,34 +33,8 @@ bool closed_by_peer(int fd, std::chrono::milliseconds deadline) {
   return false;
 }
 
-class share_url_test : public tunnel_test {
+class passthrough_test : public share_url_test {
  protected:
-  // Runs a program to its end; its merged output, or nullopt if it did not exit with 0.
-  std::optional<std::string> run(std::vector<std::string> argv, std::chrono::milliseconds limit) {
-    std::string name = argv.front();  // named first: argument order is unspecified
-    auto p = child_process::start(name, std::move(argv));
-    if (!p) return std::nullopt;
-    auto code = p->wait_exit(limit);
-    if (code != 0) return std::nullopt;
-    return p->output();
-  }
-
-  // curl to https://HOST:PORT/ with HOST resolved to loopback; prints the body, then the status.
-  std::optional<std::string> curl(const std::string& host, std::uint16_t port,
-                                  std::vector<std::string> extra) {
-    std::vector<std::string> argv{"/usr/bin/curl",
-                                  "-sS",
-                                  "--max-time",
-                                  "10",
-                                  "--resolve",
-                                  host + ":" + std::to_string(port) + ":127.0.0.1",
-                                  "-w",
-                                  "\nstatus=%{http_code}\n"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    argv.push_back("https://" + host + ":" + std::to_string(port) + "/");
-    return run(argv, 15s);
-  }
-
   // A local TLS web server (openssl s_server -www) with its own self-signed certificate.
   std::unique_ptr<child_process> start_tls_service(std::uint16_t port, const std::string& name) {
     auto pair = tls::make_self_signed("local service", {name}, std::chrono::hours(24));
@@ -75,28 +49,10 @@ class share_url_test : public tunnel_test {
     return p;
   }
 
-  std::unique_ptr<child_process> start_http_agent(const relay_process& relay, std::uint16_t port,
-                                                  const std::string& name,
-                                                  std::uint16_t& share_port) {
-    auto a = child_process::start(
-        "agent",
-        {BURROW_BINARY, "http", std::to_string(port), "--name", name, "--mode", "passthrough",
-         "--relay", "127.0.0.1:" + std::to_string(relay.agent_port), "--relay-pin",
-         relay.fingerprint, "--state-dir", (dir_ / "agent").string(), "--backoff-max", "500ms"},
-        {{"BURROW_TOKEN", relay.token}});
-    auto m = a->wait_for_line(
-        std::regex("http 127\\.0\\.0\\.1:" + std::to_string(port) + " is public at https://" +
-                   name + R"(\.burrow\.localhost:(\d+))"),
-        10s);
-    EXPECT_TRUE(m) << a->output();
-    if (m) share_port = static_cast<std::uint16_t>(std::stoi(m->groups[1]));
-    return a;
-  }
-
   std::string service_fingerprint_;
 };
 
-TEST_F(share_url_test, PassthroughReachesTheLocalTlsServiceUntouched) {
+TEST_F(passthrough_test, PassthroughReachesTheLocalTlsServiceUntouched) {
   auto relay = start_relay();
   ASSERT_NE(relay.https_port, 0);
   auto port = free_port();
@@ -126,7 +82,7 @@ TEST_F(share_url_test, PassthroughReachesTheLocalTlsServiceUntouched) {
   EXPECT_NE(seen->find(upper), std::string::npos) << *seen << " expected " << upper;
 }
 
-TEST_F(share_url_test, UnknownOfflineAndNamelessVisitorsGetTheRelaysOwnPage) {
+TEST_F(passthrough_test, UnknownOfflineAndNamelessVisitorsGetTheRelaysOwnPage) {
   auto relay = start_relay();
   ASSERT_NE(relay.https_port, 0);
   const std::string ca = (state_dir_ / "ca.pem").string();
@@ -181,7 +137,7 @@ std::string client_hello_for(const std::string& name) {
   return hello;
 }
 
-TEST_F(share_url_test, ClientHelloSplitOverSegmentsIsRoutedWhole) {
+TEST_F(passthrough_test, ClientHelloSplitOverSegmentsIsRoutedWhole) {
   auto relay = start_relay();
   ASSERT_NE(relay.https_port, 0);
   std::string hello = client_hello_for("split.burrow.localhost");
@@ -207,7 +163,7 @@ TEST_F(share_url_test, ClientHelloSplitOverSegmentsIsRoutedWhole) {
   EXPECT_EQ(service.received_prefixes().front(), hello);
 }
 
-TEST_F(share_url_test, GarbageAndSilenceOnTheHttpsPortLeaveTheRelayServing) {
+TEST_F(passthrough_test, GarbageAndSilenceOnTheHttpsPortLeaveTheRelayServing) {
   auto relay = start_relay({"--handshake-timeout", "1s"});
   ASSERT_NE(relay.https_port, 0);
   int silent = connect_tcp(relay.https_port, 5s);

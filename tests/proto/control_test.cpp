@@ -50,6 +50,37 @@ TEST(Control, EndToEndServiceRoundTrip) {
   EXPECT_FALSE(decode_control("{\"type\":\"register\",\"services\":[{\"e2ee\":\"yes\"}]}").message);
 }
 
+TEST(Control, ShareUrlMessagesRoundTrip) {
+  service_spec web{"web", "http", 0, false, {}};
+  web.mode = "passthrough";
+  web.plain_http = true;
+  auto reg = round_trip(register_services{{web}});
+  ASSERT_EQ(reg.services.size(), 1u);
+  EXPECT_EQ(reg.services[0].mode, "passthrough");
+  EXPECT_TRUE(reg.services[0].plain_http);
+
+  auto req = round_trip(cert_request{"web", "-----BEGIN CERTIFICATE REQUEST-----"});
+  EXPECT_EQ(req.name, "web");
+  EXPECT_EQ(req.csr, "-----BEGIN CERTIFICATE REQUEST-----");
+  auto cert = round_trip(certificate{"web", true, "leaf", "ca", "", ""});
+  EXPECT_TRUE(cert.ok);
+  EXPECT_EQ(cert.cert, "leaf");
+  EXPECT_EQ(cert.ca, "ca");
+  auto refused = round_trip(certificate{"web", false, "", "", "not_yours", "no"});
+  EXPECT_FALSE(refused.ok);
+  EXPECT_EQ(refused.code, "not_yours");
+  auto gone = round_trip(unregister{{"web", "api"}});
+  EXPECT_EQ(gone.names, (std::vector<std::string>{"web", "api"}));
+  EXPECT_FALSE(decode_control("{\"type\":\"unregister\",\"names\":[1]}").message);
+  EXPECT_FALSE(decode_control("{\"type\":\"cert_request\",\"csr\":7}").message);
+
+  open_metadata m{"web", "1.2.3.4", 5, "", 0};
+  m.scheme = "http";
+  auto open = decode_open(encode_open(m));
+  ASSERT_TRUE(open);
+  EXPECT_EQ(open->scheme, "http");
+}
+
 TEST(Control, WelcomeAndErrorRoundTrip) {
   auto w = round_trip(welcome{1, 65536, 262144, 65536, 10000});
   EXPECT_EQ(w.initial_window, 262144u);

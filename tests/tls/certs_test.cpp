@@ -4,6 +4,7 @@
 #include "core/secret.hpp"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 #include <openssl/x509v3.h>
 
 #include <algorithm>
@@ -176,6 +177,61 @@ TEST(TlsFingerprint, NormalizeRejectsMalformed) {
       hex64.substr(0, 32) + " " + hex64.substr(32),
   };
   for (const auto& text : bad) EXPECT_EQ(normalize_fingerprint(text), std::nullopt) << text;
+}
+
+TEST(TlsCsr, SignedForTheRequestersKeyAndOnlyTheGivenName) {
+  auto ca = make_ca("test CA", 24h);
+  auto agent = make_self_signed("agent", {"agent"}, 24h);
+  auto csr = make_csr(agent.key_pem, "web");
+  EXPECT_NE(csr.find("BEGIN CERTIFICATE REQUEST"), std::string::npos);
+  auto cert = sign_csr(ca, csr, "web.burrow.localhost", 30s);
+  EXPECT_TRUE(key_matches({cert, agent.key_pem}));  // the agent's key, never sent
+  EXPECT_TRUE(signed_by(cert, ca.cert_pem));
+  EXPECT_TRUE(chain_verifies(cert, ca.cert_pem));
+  EXPECT_EQ(subject_alt_names(cert), std::vector<std::string>{"web.burrow.localhost"});
+  auto left = not_after(cert) - std::chrono::system_clock::now();
+  EXPECT_GT(left, 20s);
+  EXPECT_LT(left, 40s);
+}
+
+TEST(TlsCsr, BadRequestsAreRefused) {
+  auto ca = make_ca("test CA", 24h);
+  auto agent = make_self_signed("agent", {"agent"}, 24h);
+  EXPECT_THROW(sign_csr(ca, "not a request", "a.example", 1h), std::runtime_error);
+  EXPECT_THROW(sign_csr(ca, std::string(max_csr_size + 1, 'A'), "a.example", 1h),
+               std::runtime_error);
+  // A request whose signature does not match its key: one byte of the signature flipped.
+  auto csr = make_csr(agent.key_pem, "web");
+  auto begin = csr.find('\n') + 1;
+  auto body_end = csr.rfind("-----END");
+  std::string body = csr.substr(begin, body_end - begin);
+  std::string der;
+  {
+    std::string clean;
+    for (char c : body)
+      if (c != '\n') clean += c;
+    der.resize(clean.size());
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(der.data()),
+                            reinterpret_cast<const unsigned char*>(clean.data()),
+                            static_cast<int>(clean.size()));
+    ASSERT_GT(n, 10);
+    der.resize(static_cast<std::size_t>(n));
+    while (!clean.empty() && clean.back() == '=') {
+      clean.pop_back();
+      der.pop_back();
+    }
+  }
+  der[der.size() - 5] ^= 0x01;  // inside the ECDSA signature at the end
+  std::string encoded(4 * ((der.size() + 2) / 3) + 1, '\0');
+  int m = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
+                          reinterpret_cast<const unsigned char*>(der.data()),
+                          static_cast<int>(der.size()));
+  encoded.resize(static_cast<std::size_t>(m));
+  std::string forged = "-----BEGIN CERTIFICATE REQUEST-----\n";
+  for (std::size_t i = 0; i < encoded.size(); i += 64) forged += encoded.substr(i, 64) + "\n";
+  forged += "-----END CERTIFICATE REQUEST-----\n";
+  EXPECT_THROW(sign_csr(ca, forged, "a.example", 1h), std::runtime_error);
+  EXPECT_NO_THROW(sign_csr(ca, csr, "a.example", 1h));
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+// The duplex adapters: TCP socket, TLS in a link stream, and a bare link stream.
+#include "http/duplex.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "e2ee/secure_stream.hpp"
+#include "link/stream.hpp"
+
+namespace burrow::http {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+class tcp_duplex final : public duplex {
+ public:
+  explicit tcp_duplex(asio::ip::tcp::socket& s) : socket_(s) {}
+  asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
+    auto [e, n] = co_await socket_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
+    ec = e;
+    co_return n;
+  }
+  asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
+    auto [e, n] = co_await asio::async_write(socket_, b, asio::as_tuple(asio::use_awaitable));
+    ec = e;
+  }
+  asio::awaitable<void> shutdown_send(error_code& ec) override {
+    socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    co_return;
+  }
+  void abort() override {
+    error_code ignored;
+    socket_.set_option(asio::socket_base::linger(true, 0), ignored);
+    socket_.close(ignored);
+  }
+
+ private:
+  asio::ip::tcp::socket& socket_;
+};
+
+class tls_duplex final : public duplex {
+ public:
+  explicit tls_duplex(e2ee::secure_stream& tls) : tls_(tls) {}
+  asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
+    auto reading = tls_.read_some(b, ec);
+    co_return co_await std::move(reading);
+  }
+  asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
+    auto writing = tls_.write_all(b, ec);
+    co_await std::move(writing);
+  }
+  asio::awaitable<void> shutdown_send(error_code& ec) override {
+    auto closing = tls_.shutdown_send(ec);
+    co_await std::move(closing);
+  }
+  void abort() override { tls_.abort(proto::stream_status::cancelled); }
+
+ private:
+  e2ee::secure_stream& tls_;
+};
+
+class stream_duplex final : public duplex {
+ public:
+  explicit stream_duplex(std::shared_ptr<link::stream> s) : stream_(std::move(s)) {}
+  asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
+    auto reading = stream_->read_some(b, ec);
+    co_return co_await std::move(reading);
+  }
+  asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
+    auto writing =
+        stream_->write_all(std::span(static_cast<const std::uint8_t*>(b.data()), b.size()), ec);
+    co_await std::move(writing);
+  }
+  asio::awaitable<void> shutdown_send(error_code& ec) override {
+    ec = {};
+    stream_->shutdown_send();
+    co_return;
+  }
+  void abort() override { stream_->reset(proto::stream_status::cancelled); }
+
+ private:
+  std::shared_ptr<link::stream> stream_;
+};
+
+}  // namespace
+
+std::unique_ptr<duplex> make_tcp_duplex(asio::ip::tcp::socket& socket) {
+  return std::make_unique<tcp_duplex>(socket);
+}
+std::unique_ptr<duplex> make_tls_duplex(e2ee::secure_stream& tls) {
+  return std::make_unique<tls_duplex>(tls);
+}
+std::unique_ptr<duplex> make_stream_duplex(std::shared_ptr<link::stream> stream) {
+  return std::make_unique<stream_duplex>(std::move(stream));
+}
+
+}  // namespace burrow::http

@@ -1,0 +1,43 @@
+// One side of a proxied HTTP connection, whatever carries it: a local TCP socket, a link stream,
+// or TLS over either. The HTTP proxy reads and writes through this and never knows which.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+#include <cstddef>
+#include <memory>
+
+namespace burrow::e2ee {
+class secure_stream;
+}
+namespace burrow::link {
+class stream;
+}
+
+namespace burrow::http {
+
+// At most one read and one write may be in flight at once. read_some ends with eof after the
+// peer's half-close.
+class duplex {
+ public:
+  virtual ~duplex() = default;
+  virtual boost::asio::awaitable<std::size_t> read_some(boost::asio::mutable_buffer b,
+                                                        boost::system::error_code& ec) = 0;
+  virtual boost::asio::awaitable<void> write_all(boost::asio::const_buffer b,
+                                                 boost::system::error_code& ec) = 0;
+  // Half-close: the peer reads EOF; reading goes on.
+  virtual boost::asio::awaitable<void> shutdown_send(boost::system::error_code& ec) = 0;
+  // Ends the connection at once (RST or stream reset); pending operations fail.
+  virtual void abort() = 0;
+};
+
+// A TCP socket (the local service). The socket must outlive the duplex.
+std::unique_ptr<duplex> make_tcp_duplex(boost::asio::ip::tcp::socket& socket);
+// TLS inside a link stream, handshake done (blind mode at the agent).
+std::unique_ptr<duplex> make_tls_duplex(e2ee::secure_stream& tls);
+// A link stream carrying HTTP in the clear (after the relay ended TLS, or plain HTTP).
+std::unique_ptr<duplex> make_stream_duplex(std::shared_ptr<link::stream> stream);
+
+}  // namespace burrow::http

@@ -1,0 +1,89 @@
+// Stamping and re-serialising HTTP/1.x heads.
+#include "http/forward_head.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+namespace burrow::http {
+
+namespace bh = boost::beast::http;
+
+namespace {
+
+void append_version(std::string& out, unsigned version) {
+  out += version == 10 ? "HTTP/1.0" : "HTTP/1.1";
+}
+
+void append_fields(std::string& out, const bh::fields& fields) {
+  for (const auto& f : fields) {
+    out += f.name_string();
+    out += ": ";
+    out += f.value();
+    out += "\r\n";
+  }
+  out += "\r\n";
+}
+
+// Values that come from the relay's metadata, not from the parsed head: only characters that
+// cannot end a header line or field get through.
+std::string_view safe_value(std::string_view v) {
+  for (char c : v)
+    if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f || c == ',') return "unknown";
+  return v.empty() ? std::string_view("unknown") : v;
+}
+
+}  // namespace
+
+void stamp_forwarded(request_head& head, const forwarded_for& f) {
+  head.set("X-Forwarded-For", safe_value(f.visitor_address));
+  head.set("X-Forwarded-Proto", safe_value(f.scheme));
+  std::string_view host = head[bh::field::host];
+  std::string value(host.empty() ? safe_value(f.host) : host);
+  head.set("X-Forwarded-Host", value);
+}
+
+void append_head(std::string& out, const request_head& head) {
+  out += head.method_string();
+  out += ' ';
+  out += head.target();
+  out += ' ';
+  append_version(out, head.version());
+  out += "\r\n";
+  append_fields(out, head);
+}
+
+void append_head(std::string& out, const response_head& head) {
+  append_version(out, head.version());
+  out += ' ';
+  out += std::to_string(head.result_int());
+  out += ' ';
+  out += head.reason();
+  out += "\r\n";
+  append_fields(out, head);
+}
+
+std::string simple_response(unsigned status, std::string_view reason, std::string_view body) {
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " ";
+  out += reason;
+  out += "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n";
+  out += body;
+  return out;
+}
+
+std::string rewrite_request_head(std::string_view bytes, const forwarded_for& f) {
+  bh::request_parser<bh::empty_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(max_head_size));
+  parser.eager(false);
+  boost::system::error_code ec;
+  parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
+  if (ec || !parser.is_header_done()) return {};
+  request_head head = parser.get().base();
+  stamp_forwarded(head, f);
+  std::string out;
+  append_head(out, head);
+  return out;
+}
+
+}  // namespace burrow::http

@@ -1,0 +1,423 @@
+// The HTTP/1.1 proxy: a request side (visitor to local) and a response side (local to visitor)
+// running together, with a queue between them that keeps pipelined requests in order.
+#include "http/proxy.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <deque>
+#include <optional>
+
+#include "link/event.hpp"
+
+namespace burrow::http {
+
+namespace asio = boost::asio;
+namespace bh = boost::beast::http;
+using boost::system::error_code;
+using clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t read_size = 16 * 1024;
+constexpr std::size_t piece_size = 16 * 1024;
+constexpr std::size_t flush_at = 32 * 1024;
+constexpr std::size_t max_pipelined = 32;
+
+// Bytes from one side, with what has arrived but not been parsed yet.
+struct inbound {
+  duplex& io;
+  boost::beast::flat_buffer buf{max_head_size + read_size};
+  bool eof = false;
+
+  asio::awaitable<error_code> fill() {
+    std::size_t room = std::min(read_size, buf.max_size() - buf.size());
+    if (room == 0) co_return bh::error::header_limit;
+    error_code ec;
+    auto reading = io.read_some(buf.prepare(room), ec);
+    std::size_t n = co_await std::move(reading);
+    buf.commit(n);
+    if (ec == asio::error::eof) eof = true;
+    co_return ec;
+  }
+};
+
+// Bytes for one side, gathered so that a head and a small body leave in one write.
+struct outbound {
+  duplex& io;
+  std::string pending = {};
+
+  asio::awaitable<error_code> flush() {
+    if (pending.empty()) co_return error_code{};
+    error_code ec;
+    auto writing = io.write_all(asio::buffer(pending), ec);
+    co_await std::move(writing);
+    pending.clear();
+    co_return ec;
+  }
+};
+
+char hex_digit(std::size_t v) {
+  return "0123456789abcdef"[v & 0xf];
+}
+
+void append_chunk(std::string& out, const char* data, std::size_t n) {
+  char size[2 * sizeof(std::size_t)];
+  std::size_t len = 0;
+  for (std::size_t v = n; v; v >>= 4) size[len++] = hex_digit(v);
+  while (len) out += size[--len];
+  out += "\r\n";
+  out.append(data, n);
+  out += "\r\n";
+}
+
+template <class Parser>
+void prepare_parser(Parser& p) {
+  p.header_limit(static_cast<std::uint32_t>(max_head_size));
+  p.body_limit(boost::none);  // uploads and downloads of any size stream through
+  p.eager(false);
+}
+
+// Parses a head from `in`, reading as needed; an outbox is flushed before each wait so the other
+// side is never kept waiting for bytes already in hand.
+template <class Parser>
+asio::awaitable<error_code> read_head(inbound& in, Parser& p, outbound& out) {
+  for (;;) {
+    error_code ec = bh::error::need_more;
+    if (in.buf.size() > 0) {
+      std::size_t used = p.put(in.buf.data(), ec);
+      in.buf.consume(used);
+      if (p.is_header_done()) co_return error_code{};
+    }
+    if (ec != bh::error::need_more) co_return ec;
+    if (in.eof) co_return asio::error::eof;
+    if (auto flushed = co_await out.flush(); flushed) co_return flushed;
+    if (auto filled = co_await in.fill(); filled && filled != asio::error::eof) co_return filled;
+  }
+}
+
+// Moves the body of the message `p` is parsing from `in` to `out`, piece by piece, framed as it
+// came: chunked stays chunked (trailers are dropped), a length stays a length, and a body that
+// ends with the connection ends when `in` reaches EOF.
+template <class Parser>
+asio::awaitable<error_code> forward_body(inbound& in, Parser& p, outbound& out) {
+  bool chunked = p.chunked();
+  std::array<char, piece_size> piece;
+  while (!p.is_done()) {
+    auto& body = p.get().body();
+    body.data = piece.data();
+    body.size = piece.size();
+    error_code ec = bh::error::need_more;
+    std::size_t used = 0;
+    if (in.buf.size() > 0) {
+      used = p.put(in.buf.data(), ec);
+      in.buf.consume(used);
+    }
+    if (ec == bh::error::need_buffer) ec = {};
+    std::size_t produced = piece.size() - body.size;
+    if (produced > 0) {
+      if (chunked)
+        append_chunk(out.pending, piece.data(), produced);
+      else
+        out.pending.append(piece.data(), produced);
+      if (out.pending.size() >= flush_at)
+        if (auto flushed = co_await out.flush(); flushed) co_return flushed;
+    }
+    if (p.is_done()) break;
+    if (ec && ec != bh::error::need_more) co_return ec;
+    if (ec || (used == 0 && produced == 0)) {
+      if (in.eof) {
+        p.put_eof(ec);
+        if (ec) co_return ec;
+        continue;
+      }
+      if (auto flushed = co_await out.flush(); flushed) co_return flushed;
+      if (auto filled = co_await in.fill(); filled && filled != asio::error::eof) co_return filled;
+    }
+  }
+  if (chunked) out.pending += "0\r\n\r\n";
+  co_return error_code{};
+}
+
+// After an accepted upgrade: whatever was already read, then every byte, until EOF.
+asio::awaitable<error_code> pipe(inbound& in, outbound& out) {
+  auto& pending = out.pending;
+  auto take = [&] {
+    auto b = in.buf.data();
+    pending.append(static_cast<const char*>(b.data()), b.size());
+    in.buf.consume(b.size());
+  };
+  take();
+  if (auto flushed = co_await out.flush(); flushed) co_return flushed;
+  while (!in.eof) {
+    auto filled = co_await in.fill();
+    if (filled && filled != asio::error::eof) co_return filled;
+    take();
+    if (auto flushed = co_await out.flush(); flushed) co_return flushed;
+  }
+  error_code ec;
+  auto closing = out.io.shutdown_send(ec);
+  co_await std::move(closing);
+  co_return ec;
+}
+
+class session {
+ public:
+  session(duplex& visitor, duplex& local, proxy_options options, const asio::any_io_executor& ex)
+      : options_(std::move(options)),
+        from_visitor_{visitor},
+        to_visitor_{visitor},
+        from_local_{local},
+        to_local_{local},
+        queue_changed_(ex),
+        verdict_ready_(ex) {}
+
+  asio::awaitable<proxy_result> run() {
+    using namespace asio::experimental::awaitable_operators;
+    co_await ((requests() && responses()) || watchdog());
+    co_return result_;
+  }
+
+ private:
+  struct pending {
+    request_head head;  // kept only when on_response wants it
+    bool is_head = false;
+    bool upgrade = false;
+    std::string refusal;  // a response to send instead of the local service's
+  };
+  enum class verdict { waiting, upgraded, declined };
+
+  void fail(std::string why) {
+    if (!result_.error.empty() || closed_) return;
+    result_.error = std::move(why);
+    closed_ = true;
+    to_visitor_.io.abort();
+    to_local_.io.abort();
+    queue_changed_.notify();
+    verdict_ready_.notify();
+  }
+
+  void push(pending p) {
+    queue_.push_back(std::move(p));
+    queue_changed_.notify();
+  }
+
+  asio::awaitable<void> requests() {
+    while (!closed_) {
+      std::optional<bh::request_parser<bh::buffer_body>> p(std::in_place);
+      prepare_parser(*p);
+      head_deadline_ = clock::now() + options_.head_timeout;
+      error_code ec = co_await read_head(from_visitor_, *p, to_local_);
+      head_deadline_ = clock::time_point::max();
+      if (closed_) break;
+      if (ec == asio::error::eof && from_visitor_.buf.size() == 0) {
+        // The visitor is done sending; the local service hears the same.
+        co_await to_local_.flush();
+        error_code ignored;
+        auto closing = to_local_.io.shutdown_send(ignored);
+        co_await std::move(closing);
+        break;
+      }
+      if (ec == bh::error::header_limit) {
+        push({{},
+              false,
+              false,
+              simple_response(431, "Request Header Fields Too Large", "request head too large\n")});
+        break;
+      }
+      if (ec == asio::error::eof ||
+          (ec && ec.category() == bh::make_error_code(bh::error::bad_target).category())) {
+        push({{}, false, false, simple_response(400, "Bad Request", "malformed request\n")});
+        break;
+      }
+      if (ec) {
+        fail("visitor: " + ec.message());
+        break;
+      }
+      auto& head = p->get().base();
+      pending item;
+      item.is_head = head.method() == bh::verb::head;
+      item.upgrade = p->upgrade();
+      if (options_.screen) {
+        item.refusal = options_.screen(head);
+        if (!item.refusal.empty()) {
+          push(std::move(item));
+          break;
+        }
+      }
+      bool keep_alive = p->keep_alive();
+      stamp_forwarded(head, options_.forwarded);
+      append_head(to_local_.pending, head);
+      if (options_.on_response) item.head = head;
+      bool upgrade = item.upgrade;
+      while (queue_.size() >= max_pipelined && !closed_) co_await queue_changed_.wait();
+      push(std::move(item));
+      ++result_.requests;
+      ec = co_await forward_body(from_visitor_, *p, to_local_);
+      if (!ec && (upgrade || from_visitor_.buf.size() == 0)) ec = co_await to_local_.flush();
+      if (ec) {
+        fail("forwarding a request body: " + ec.message());
+        break;
+      }
+      if (upgrade) {
+        while (verdict_ == verdict::waiting && !closed_) co_await verdict_ready_.wait();
+        if (verdict_ == verdict::upgraded) {
+          if (auto piped = co_await pipe(from_visitor_, to_local_); piped)
+            fail("upgraded connection, visitor side: " + piped.message());
+          co_return;
+        }
+        verdict_ = verdict::waiting;
+      }
+      if (!keep_alive) break;
+    }
+    requests_done_ = true;
+    queue_changed_.notify();
+  }
+
+  asio::awaitable<void> responses() {
+    while (!closed_) {
+      if (queue_.empty()) {
+        if (requests_done_) break;
+        co_await queue_changed_.wait();
+        continue;
+      }
+      pending item = std::move(queue_.front());
+      queue_.pop_front();
+      queue_changed_.notify();
+      if (!item.refusal.empty()) {
+        to_visitor_.pending += item.refusal;
+        break;
+      }
+      std::optional<bh::response_parser<bh::buffer_body>> p;
+      unsigned status = 0;
+      error_code ec;
+      for (;;) {
+        p.emplace();
+        prepare_parser(*p);
+        if (item.is_head) p->skip(true);
+        ec = co_await read_head(from_local_, *p, to_visitor_);
+        if (ec) break;
+        status = p->get().result_int();
+        if (status >= 200 || status == 101) break;
+        append_head(to_visitor_.pending, p->get().base());  // 100 Continue, 103 Early Hints
+      }
+      if (ec) {
+        if (ec == asio::error::eof && from_local_.buf.size() == 0 && status == 0) {
+          to_visitor_.pending += simple_response(
+              502, "Bad Gateway", "the local service closed the connection without answering\n");
+        } else {
+          fail("local service: " + ec.message());
+        }
+        break;
+      }
+      append_head(to_visitor_.pending, p->get().base());
+      if (options_.on_response) options_.on_response(item.head, status);
+      if (item.upgrade) {
+        verdict_ = status == 101 ? verdict::upgraded : verdict::declined;
+        verdict_ready_.notify();
+      }
+      if (status == 101) {
+        if (!item.upgrade) {
+          fail("local service switched protocols without an upgrade request");
+          co_return;
+        }
+        result_.upgraded = true;
+        if (auto piped = co_await pipe(from_local_, to_visitor_); piped)
+          fail("upgraded connection, local side: " + piped.message());
+        co_return;
+      }
+      ec = co_await forward_body(from_local_, *p, to_visitor_);
+      if (ec) {
+        fail("forwarding a response body: " + ec.message());
+        break;
+      }
+      if (!p->keep_alive()) break;
+      if (from_local_.buf.size() == 0 || queue_.empty()) {
+        if (auto flushed = co_await to_visitor_.flush(); flushed) {
+          fail("visitor: " + flushed.message());
+          break;
+        }
+      }
+    }
+    if (closed_) co_return;
+    // This connection is done: what is left, then close_notify and FIN toward the visitor. Its
+    // request side ends when the visitor closes too (or its head deadline passes).
+    closing_ = true;
+    error_code ec = co_await to_visitor_.flush();
+    if (!ec) {
+      auto closing = to_visitor_.io.shutdown_send(ec);
+      co_await std::move(closing);
+    }
+    verdict_ready_.notify();
+  }
+
+  asio::awaitable<void> watchdog() {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (;;) {
+      auto deadline = head_deadline_;
+      timer.expires_at(deadline == clock::time_point::max() ? clock::now() + options_.head_timeout
+                                                            : deadline);
+      auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return;  // the proxy finished first
+      if (head_deadline_ != clock::time_point::max() && clock::now() >= head_deadline_) {
+        if (closing_) {
+          // The answer is out; the visitor just has not closed its side.
+          closed_ = true;
+          from_visitor_.io.abort();
+          co_return;
+        }
+        fail("no request within " + std::to_string(options_.head_timeout.count()) + " ms");
+        co_return;
+      }
+    }
+  }
+
+  proxy_options options_;
+  inbound from_visitor_;
+  outbound to_visitor_;
+  inbound from_local_;
+  outbound to_local_;
+  std::deque<pending> queue_;
+  link::event queue_changed_;
+  link::event verdict_ready_;
+  verdict verdict_ = verdict::waiting;
+  bool requests_done_ = false;
+  bool closing_ = false;  // the response side closed the visitor's connection
+  bool closed_ = false;   // aborted: every wait gives up
+  clock::time_point head_deadline_ = clock::time_point::max();
+  proxy_result result_;
+};
+
+}  // namespace
+
+asio::awaitable<void> answer_and_close(duplex& visitor, std::string response) {
+  inbound in{visitor};
+  outbound out{visitor};
+  bh::request_parser<bh::empty_body> p;
+  p.header_limit(static_cast<std::uint32_t>(max_head_size));
+  out.pending = std::move(response);
+  if (auto ec = co_await read_head(in, p, out); ec && ec != asio::error::eof) co_return;
+  if (auto ec = co_await out.flush(); ec) co_return;
+  error_code ec;
+  auto closing = visitor.shutdown_send(ec);
+  co_await std::move(closing);
+  while (!ec && !in.eof) {
+    in.buf.consume(in.buf.size());
+    ec = co_await in.fill();
+  }
+}
+
+asio::awaitable<proxy_result> proxy(duplex& visitor, duplex& local, proxy_options options) {
+  session s(visitor, local, std::move(options), co_await asio::this_coro::executor);
+  auto running = s.run();
+  co_return co_await std::move(running);
+}
+
+}  // namespace burrow::http

@@ -1,0 +1,41 @@
+// HTTP/1.1 between a visitor and the local service, one local connection per visitor connection:
+// each request head is checked and stamped with X-Forwarded-*, bodies stream through in pieces
+// (never whole), pipelined requests keep their order, 1xx answers pass, and an accepted upgrade
+// (WebSocket) turns the connection into a plain byte pipe both ways.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "http/duplex.hpp"
+#include "http/forward_head.hpp"
+
+namespace burrow::http {
+
+struct proxy_options {
+  forwarded_for forwarded;
+  // Longest wait for a request head: the keep-alive idle time, and the bound on slow senders.
+  std::chrono::milliseconds head_timeout{std::chrono::seconds(60)};
+  // Sees each request head before it is forwarded: returns a complete response to send instead
+  // (the connection then closes), or an empty string to let the request through.
+  std::function<std::string(const request_head&)> screen;
+  // After each response head: the request's method and target, and the status (for logs).
+  std::function<void(const request_head&, unsigned status)> on_response;
+};
+
+struct proxy_result {
+  std::size_t requests = 0;
+  bool upgraded = false;
+  std::string error;  // why it ended early, for a log line; empty when it ended cleanly
+};
+
+// Reads the request head (a bounded while), sends `response`, half-closes, and waits for the
+// visitor to close its side, so that nothing it sent is answered with a reset.
+boost::asio::awaitable<void> answer_and_close(duplex& visitor, std::string response);
+
+// Runs until both directions are done. Neither duplex is closed; on an error both are aborted.
+boost::asio::awaitable<proxy_result> proxy(duplex& visitor, duplex& local, proxy_options options);
+
+}  // namespace burrow::http

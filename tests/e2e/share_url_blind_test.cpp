@@ -1,0 +1,124 @@
+// Blind share URLs end to end: TLS ends at the agent with a certificate the relay's CA signed
+// from the agent's own request (or the user's own), and the agent speaks HTTP to the service.
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include "e2e/share_url_fixture.hpp"
+#include "tls/certs.hpp"
+
+namespace burrow::test {
+namespace {
+
+class blind_test : public share_url_test {
+ protected:
+  // python3's http.server on loopback, serving dir_/www.
+  std::unique_ptr<child_process> start_file_service(std::uint16_t port) {
+    std::filesystem::create_directories(dir_ / "www");
+    std::ofstream(dir_ / "www" / "index.html") << "<p>blind marker 5f3a</p>\n";
+    auto p = child_process::start(
+        "http.server", {"/usr/bin/python3", "-u", "-m", "http.server", "--bind", "127.0.0.1",
+                        "--directory", (dir_ / "www").string(), std::to_string(port)});
+    EXPECT_TRUE(p->wait_for_line(std::regex("Serving HTTP"), 10s)) << p->output();
+    return p;
+  }
+  std::string agent_ca() const { return (dir_ / "agent" / "relay-ca.pem").string(); }
+};
+
+TEST_F(blind_test, TlsEndsAtTheAgentWithACertificateTheRelaysCaSignedForItsKey) {
+  auto relay = start_relay();
+  auto port = free_port();
+  auto service = start_file_service(port);
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, port, "web", share_port, "blind");
+  ASSERT_NE(share_port, 0);
+
+  // Visitors trust the relay's CA: as `burrow relay ca` prints it, and as the agent saved it.
+  auto printed = run({BURROW_BINARY, "relay", "ca", "--state-dir", state_dir_.string()}, 10s);
+  ASSERT_TRUE(printed);
+  std::ofstream(dir_ / "printed-ca.pem") << *printed;
+  for (const auto& ca : {agent_ca(), (dir_ / "printed-ca.pem").string()}) {
+    auto page = curl("web.burrow.localhost", share_port, {"--cacert", ca});
+    ASSERT_TRUE(page) << ca;
+    EXPECT_NE(page->find("blind marker 5f3a"), std::string::npos) << *page;
+    EXPECT_NE(page->find("status=200"), std::string::npos) << *page;
+  }
+
+  // The certificate names the share URL and holds the agent's own public key.
+  auto presented = run({"/bin/sh", "-c",
+                        "openssl s_client -connect 127.0.0.1:" + std::to_string(share_port) +
+                            " -servername web.burrow.localhost </dev/null 2>/dev/null | openssl "
+                            "x509 -noout -ext subjectAltName -pubkey"},
+                       15s);
+  ASSERT_TRUE(presented);
+  EXPECT_NE(presented->find("DNS:web.burrow.localhost"), std::string::npos) << *presented;
+  auto agent_key = run({"/usr/bin/openssl", "x509", "-noout", "-pubkey", "-in",
+                        (dir_ / "agent" / "e2ee.crt").string()},
+                       10s);
+  ASSERT_TRUE(agent_key);
+  EXPECT_NE(presented->find(agent_key->substr(0, agent_key->size() - 1)), std::string::npos)
+      << *presented << *agent_key;
+  // The relay logs the signing, never a key.
+  EXPECT_TRUE(relay.proc->wait_for_line(std::regex("signed a certificate for web"), 5s));
+  EXPECT_EQ(relay.proc->output().find("PRIVATE KEY"), std::string::npos);
+}
+
+TEST_F(blind_test, ALocalServiceThatIsDownGetsA502FromTheAgent) {
+  auto relay = start_relay();
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, free_port(), "down", share_port, "blind");
+  auto page = curl("down.burrow.localhost", share_port, {"--cacert", agent_ca()});
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->find("status=502"), std::string::npos) << *page;
+  EXPECT_NE(page->find("not answering"), std::string::npos) << *page;
+}
+
+TEST_F(blind_test, TheCertificateIsRenewedBeforeItExpires) {
+  auto relay = start_relay({"--share-cert-lifetime", "12s"});
+  auto port = free_port();
+  auto service = start_file_service(port);
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, port, "renew", share_port, "blind");
+  // Two thirds of 12 s: a new certificate after about 8 s, and another after 16 s.
+  ASSERT_TRUE(agent->wait_for_line(std::regex("renewed the certificate for renew"), 15s))
+      << agent->output();
+  std::this_thread::sleep_for(7s);  // the first certificate has expired by now
+  auto page = curl("renew.burrow.localhost", share_port, {"--cacert", agent_ca()});
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->find("status=200"), std::string::npos) << *page;
+}
+
+TEST_F(blind_test, TheUsersOwnCertificateIsPresented) {
+  auto relay = start_relay();
+  auto pair = tls::make_self_signed("mine", {"own.burrow.localhost"}, std::chrono::hours(24));
+  std::ofstream(dir_ / "own.crt") << pair.cert_pem;
+  std::ofstream(dir_ / "own.key") << pair.key_pem;
+  auto port = free_port();
+  auto service = start_file_service(port);
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(
+      relay, port, "own", share_port, "blind",
+      {"--cert", (dir_ / "own.crt").string(), "--key", (dir_ / "own.key").string()});
+  auto page = curl("own.burrow.localhost", share_port, {"--cacert", (dir_ / "own.crt").string()});
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->find("blind marker 5f3a"), std::string::npos) << *page;
+  EXPECT_EQ(relay.proc->output().find("signed a certificate for own"), std::string::npos);
+
+  // A key that does not belong to the certificate is an error before anything starts.
+  auto other = tls::make_self_signed("other", {"x"}, std::chrono::hours(24));
+  std::ofstream(dir_ / "other.key") << other.key_pem;
+  auto bad =
+      child_process::start("agent",
+                           {BURROW_BINARY, "http", std::to_string(port), "--relay",
+                            "127.0.0.1:" + std::to_string(relay.agent_port), "--relay-pin",
+                            relay.fingerprint, "--state-dir", (dir_ / "agent").string(), "--cert",
+                            (dir_ / "own.crt").string(), "--key", (dir_ / "other.key").string()},
+                           {{"BURROW_TOKEN", relay.token}});
+  EXPECT_EQ(bad->wait_exit(10s), 1);
+  EXPECT_NE(bad->output().find("does not belong to the certificate"), std::string::npos)
+      << bad->output();
+}
+
+}  // namespace
+}  // namespace burrow::test

@@ -1,0 +1,339 @@
+// The HTTP proxy between two real loopback TCP connections: a raw visitor client and a scripted
+// local service, so each test controls every byte on both sides.
+#include "http/proxy.hpp"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <functional>
+#include <thread>
+
+#include "harness/net.hpp"
+
+namespace burrow::http {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using namespace std::chrono_literals;
+
+// Reads until `needle` has arrived (returns everything read), or nullopt at EOF or the deadline.
+std::optional<std::string> read_until(int fd, std::string_view needle,
+                                      std::chrono::milliseconds deadline,
+                                      std::string* sofar = nullptr) {
+  std::string got = sofar ? *sofar : std::string();
+  auto until = std::chrono::steady_clock::now() + deadline;
+  char buf[65536];
+  while (got.find(needle) == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return std::nullopt;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
+// Decodes a chunked body that starts at `text`; nullopt if it is not complete and well formed.
+std::optional<std::string> dechunk(std::string_view text) {
+  std::string out;
+  for (;;) {
+    auto eol = text.find("\r\n");
+    if (eol == std::string_view::npos) return std::nullopt;
+    std::size_t size = std::stoul(std::string(text.substr(0, eol)), nullptr, 16);
+    text.remove_prefix(eol + 2);
+    if (size == 0) return out;
+    if (text.size() < size + 2) return std::nullopt;
+    out += text.substr(0, size);
+    text.remove_prefix(size + 2);
+  }
+}
+
+asio::awaitable<void> serve_one(tcp::acceptor& acceptor, std::uint16_t local_port,
+                                proxy_options options, proxy_result* result,
+                                std::atomic<bool>* done) {
+  auto visitor_socket = co_await acceptor.async_accept(asio::use_awaitable);
+  tcp::socket local_socket(acceptor.get_executor());
+  co_await local_socket.async_connect({asio::ip::make_address("127.0.0.1"), local_port},
+                                      asio::use_awaitable);
+  auto visitor = make_tcp_duplex(visitor_socket);
+  auto local = make_tcp_duplex(local_socket);
+  *result = co_await proxy(*visitor, *local, std::move(options));
+  done->store(true);
+}
+
+// One visitor connection through the proxy to a local service that runs `script` on its end.
+class proxy_rig {
+ public:
+  explicit proxy_rig(std::function<void(int)> script, proxy_options options = default_options())
+      : script_(std::move(script)) {
+    local_listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ::bind(local_listen_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(local_listen_, 4);
+    ::getsockname(local_listen_, reinterpret_cast<sockaddr*>(&a), &len);
+    std::uint16_t local_port = ntohs(a.sin_port);
+    local_thread_ = std::thread([this] {
+      int fd = ::accept(local_listen_, nullptr, nullptr);
+      if (fd < 0) return;
+      script_(fd);
+      ::close(fd);
+    });
+    asio::co_spawn(io_, serve_one(acceptor_, local_port, std::move(options), &result_, &done_),
+                   asio::detached);
+    io_thread_ = std::thread([this] { io_.run_for(30s); });
+  }
+  ~proxy_rig() {
+    io_thread_.join();
+    ::shutdown(local_listen_, SHUT_RDWR);
+    local_thread_.join();
+    ::close(local_listen_);
+  }
+
+  static proxy_options default_options() {
+    proxy_options o;
+    o.forwarded = {"198.51.100.1", "https", "web.burrow.localhost"};
+    o.head_timeout = 5s;
+    return o;
+  }
+
+  int connect() { return test::connect_tcp(acceptor_.local_endpoint().port(), 5s); }
+  // Waits for the proxy to finish; false at the deadline.
+  bool finished(std::chrono::milliseconds deadline) {
+    auto until = std::chrono::steady_clock::now() + deadline;
+    while (!done_ && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+    if (!done_) io_.stop();
+    return done_;
+  }
+  const proxy_result& result() const { return result_; }
+
+ private:
+  std::function<void(int)> script_;
+  int local_listen_ = -1;
+  std::thread local_thread_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_{io_, {asio::ip::make_address("127.0.0.1"), 0}};
+  proxy_result result_;
+  std::atomic<bool> done_{false};
+  std::thread io_thread_;
+};
+
+TEST(HttpProxy, PipelinedRequestsAreAnsweredInOrderWithForwardedHeaders) {
+  std::string seen_by_local;
+  proxy_rig rig([&](int fd) {
+    auto heads = read_until(fd, "GET /b", 5s);
+    if (!heads) return;
+    heads = read_until(fd, "\r\n\r\n", 5s, &*heads);
+    auto second = heads->rfind("GET /b");
+    if (heads->find("\r\n\r\n", second) == std::string::npos) heads = read_until(fd, "zzz", 1s);
+    seen_by_local = heads.value_or("");
+    test::write_all(fd,
+                    "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA"
+                    "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB",
+                    5s);
+    read_until(fd, "never", 5s);  // until the proxy closes
+  });
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::write_all(fd,
+                              "GET /a HTTP/1.1\r\nHost: web\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n"
+                              "GET /b HTTP/1.1\r\nHost: web\r\n\r\n",
+                              5s));
+  auto answers = read_until(fd, "\r\n\r\nB", 5s);
+  ASSERT_TRUE(answers);
+  EXPECT_LT(answers->find("\r\n\r\nA"), answers->find("\r\n\r\nB"));
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_TRUE(rig.finished(5s));
+  ::close(fd);
+  EXPECT_EQ(rig.result().requests, 2u);
+  EXPECT_EQ(seen_by_local.find("6.6.6.6"), std::string::npos) << seen_by_local;
+  EXPECT_NE(seen_by_local.find("X-Forwarded-For: 198.51.100.1"), std::string::npos);
+  EXPECT_NE(seen_by_local.find("X-Forwarded-Proto: https"), std::string::npos);
+  EXPECT_NE(seen_by_local.find("X-Forwarded-Host: web"), std::string::npos);
+}
+
+TEST(HttpProxy, ChunkedBodiesStayChunkedBothWays) {
+  std::string upload;
+  proxy_rig rig([&](int fd) {
+    auto got = read_until(fd, "0\r\n\r\n", 5s);
+    if (!got) return;
+    auto body = got->substr(got->find("\r\n\r\n") + 4);
+    upload = dechunk(body).value_or("<bad>");
+    test::write_all(fd,
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n",
+                    5s);
+    read_until(fd, "never", 5s);
+  });
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::write_all(fd,
+                              "POST /up HTTP/1.1\r\nHost: web\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              "5\r\nhello\r\n1;ext=1\r\n \r\n5\r\nworld\r\n0\r\nTrailer: x\r\n\r\n",
+                              5s));
+  auto answer = read_until(fd, "0\r\n\r\n", 5s);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(dechunk(answer->substr(answer->find("\r\n\r\n") + 4)), "abcdefg");
+  ::close(fd);
+  EXPECT_TRUE(rig.finished(5s));
+  EXPECT_EQ(upload, "hello world");
+}
+
+TEST(HttpProxy, ContinueThenAnUpgradeTurnsIntoAPipe) {
+  std::string from_visitor;
+  proxy_rig rig([&](int fd) {
+    if (!read_until(fd, "\r\n\r\n", 5s)) return;
+    test::write_all(fd,
+                    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n"
+                    "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\nfrom-local",
+                    5s);
+    from_visitor = read_until(fd, "from-visitor", 5s).value_or("");
+    ::shutdown(fd, SHUT_WR);
+    read_until(fd, "never", 5s);
+  });
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::write_all(
+      fd, "GET /ws HTTP/1.1\r\nHost: web\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+      5s));
+  auto answer = read_until(fd, "from-local", 5s);
+  ASSERT_TRUE(answer);
+  EXPECT_TRUE(answer->starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101")) << *answer;
+  ASSERT_TRUE(test::write_all(fd, "from-visitor", 5s));
+  auto eof = test::read_until_eof(fd, 5s, 1024);  // the local side's FIN comes through
+  EXPECT_TRUE(eof);
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_TRUE(rig.finished(5s));
+  ::close(fd);
+  EXPECT_TRUE(rig.result().upgraded);
+  EXPECT_NE(from_visitor.find("from-visitor"), std::string::npos);
+}
+
+TEST(HttpProxy, ScreenedRequestsNeverReachTheLocalService) {
+  std::string seen_by_local = "unset";
+  auto options = proxy_rig::default_options();
+  options.screen = [](const request_head& h) {
+    return h[boost::beast::http::field::authorization] == "Bearer good"
+               ? std::string()
+               : simple_response(401, "Unauthorized", "no\n");
+  };
+  proxy_rig rig(
+      [&](int fd) { seen_by_local = test::read_until_eof(fd, 5s, 1 << 20).value_or("error"); },
+      options);
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::write_all(fd, "GET /secret HTTP/1.1\r\nHost: web\r\n\r\n", 5s));
+  auto answer = test::read_until_eof(fd, 5s, 1 << 20);
+  ASSERT_TRUE(answer);
+  EXPECT_TRUE(answer->starts_with("HTTP/1.1 401 Unauthorized")) << *answer;
+  ::close(fd);
+  EXPECT_TRUE(rig.finished(5s));
+  EXPECT_EQ(seen_by_local, "");
+}
+
+TEST(HttpProxy, OversizedAndMalformedHeadsAreAnsweredAndClosed) {
+  {
+    proxy_rig rig([](int fd) { test::read_until_eof(fd, 5s, 1 << 20); });
+    int fd = rig.connect();
+    ASSERT_GE(fd, 0);
+    test::write_all(fd, "GET / HTTP/1.1\r\nX: " + std::string(max_head_size + 10, 'a'), 5s);
+    auto answer = read_until(fd, "\r\n\r\n", 5s);
+    ASSERT_TRUE(answer);
+    EXPECT_TRUE(answer->starts_with("HTTP/1.1 431")) << *answer;
+    ::close(fd);
+    EXPECT_TRUE(rig.finished(5s));
+  }
+  {
+    proxy_rig rig([](int fd) { test::read_until_eof(fd, 5s, 1 << 20); });
+    int fd = rig.connect();
+    ASSERT_GE(fd, 0);
+    test::write_all(fd, "GET / HTTP/1.1\r\nno colon here\r\n\r\n", 5s);
+    auto answer = read_until(fd, "\r\n\r\n", 5s);
+    ASSERT_TRUE(answer);
+    EXPECT_TRUE(answer->starts_with("HTTP/1.1 400")) << *answer;
+    ::close(fd);
+    EXPECT_TRUE(rig.finished(5s));
+  }
+}
+
+TEST(HttpProxy, HeadResponsesHaveNoBodyAndTheConnectionGoesOn) {
+  proxy_rig rig([](int fd) {
+    if (!read_until(fd, "\r\n\r\n", 5s)) return;
+    test::write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", 5s);
+    if (!read_until(fd, "\r\n\r\n", 5s)) return;
+    test::write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 5s);
+    read_until(fd, "never", 5s);
+  });
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::write_all(fd, "HEAD / HTTP/1.1\r\nHost: web\r\n\r\n", 5s));
+  ASSERT_TRUE(read_until(fd, "Content-Length: 100\r\n\r\n", 5s));
+  ASSERT_TRUE(test::write_all(fd, "GET / HTTP/1.1\r\nHost: web\r\n\r\n", 5s));
+  auto second = read_until(fd, "\r\n\r\nok", 5s);
+  ASSERT_TRUE(second);
+  ::close(fd);
+  EXPECT_TRUE(rig.finished(5s));
+  EXPECT_EQ(rig.result().requests, 2u);
+}
+
+TEST(HttpProxy, ABodyThatEndsWithTheConnectionIsDeliveredWhole) {
+  std::string big = test::deterministic_bytes(3 << 20, 9);
+  proxy_rig rig([&](int fd) {
+    if (!read_until(fd, "\r\n\r\n", 5s)) return;
+    test::write_all(fd, "HTTP/1.0 200 OK\r\nContent-Type: x\r\n\r\n" + big, 10s);
+  });
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::write_all(fd, "GET /big HTTP/1.1\r\nHost: web\r\n\r\n", 5s));
+  auto answer = test::read_until_eof(fd, 10s, 8 << 20);
+  ASSERT_TRUE(answer);
+  auto body = answer->substr(answer->find("\r\n\r\n") + 4);
+  EXPECT_EQ(body.size(), big.size());
+  EXPECT_EQ(test::sha256_hex(body), test::sha256_hex(big));
+  ::close(fd);
+  EXPECT_TRUE(rig.finished(5s));
+}
+
+TEST(HttpProxy, ALocalServiceThatClosesWithoutAnswerGives502) {
+  proxy_rig rig([](int fd) { read_until(fd, "\r\n\r\n", 5s); });
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::write_all(fd, "GET / HTTP/1.1\r\nHost: web\r\n\r\n", 5s));
+  auto answer = test::read_until_eof(fd, 5s, 1 << 20);
+  ASSERT_TRUE(answer);
+  EXPECT_TRUE(answer->starts_with("HTTP/1.1 502")) << *answer;
+  ::close(fd);
+  EXPECT_TRUE(rig.finished(5s));
+}
+
+TEST(HttpProxy, AVisitorThatSendsNoRequestIsCutAtTheHeadDeadline) {
+  auto options = proxy_rig::default_options();
+  options.head_timeout = 300ms;
+  proxy_rig rig([](int fd) { test::read_until_eof(fd, 5s, 1024); }, options);
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::write_all(fd, "GET / HTTP/1.1\r\nHo", 5s));  // and then nothing
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(rig.finished(5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_NE(rig.result().error.find("no request"), std::string::npos) << rig.result().error;
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace burrow::http
