@@ -640,7 +640,7 @@ class BurrowMode(Mode):
         state = base / "state"
         base.mkdir(parents=True, exist_ok=True)
         argv = [binary, "relay", "--state-dir", str(state), "--listen", f"{LOOPBACK}:0",
-                "--https-listen", f"{LOOPBACK}:0",
+                "--https-listen", f"{LOOPBACK}:0", "--http-listen", f"{LOOPBACK}:0",
                 "--public-bind", LOOPBACK, "--port-range", "0"]
         argv += shlex.split(self.ctx.args.burrow_relay_args or "")
         self.relay = self.ctx.procs.start("burrow-relay", argv, self.ctx.args.tunnel_cpu)

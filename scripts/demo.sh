@@ -40,7 +40,7 @@ pids+=($!)
 web_port=$(wait_for "$work/web.out" 'port \K\d+')
 
 "$bin" relay --state-dir "$work/relay" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --port-range 0 \
-  --https-listen 127.0.0.1:0 \
+  --https-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
   >"$work/relay.out" 2>"$work/relay.log" &
 pids+=($!)
 relay_port=$(wait_for "$work/relay.out" 'agents connect to 127\.0\.0\.1:\K\d+')

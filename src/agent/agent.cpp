@@ -136,6 +136,7 @@ proto::register_services agent::registration() {
   for (auto& s : services_) {
     proto::service_spec spec{s.config.name, s.config.kind, s.assigned_port, s.config.e2ee, {}};
     spec.mode = s.config.mode;
+    spec.plain_http = s.config.plain_http;
     if (!s.config.visitor_token.empty())
       spec.visitor_token_sha256 = hex(sha256(s.config.visitor_token));
     r.services.push_back(std::move(spec));
@@ -468,27 +469,38 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
     web_tls = services_[index].web_tls;
     host = services_[index].host;
   }
-  if (!web_tls) {
+  bool clear = meta.scheme == "http";
+  if (clear && !svc.plain_http) {
+    l->refuse(*s, proto::stream_status::forbidden, "this share URL is served over HTTPS only");
+    co_return;
+  }
+  if (!web_tls && !clear) {
     l->refuse(*s, proto::stream_status::unreachable,
               "the share URL's certificate has not arrived yet");
     co_return;
   }
   l->accept(*s);
-  e2ee::secure_stream tls(web_tls->native_handle(), s, e2ee::tls_role::server, "");
-  auto shaking = tls.handshake();
-  auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);
-  if (!shaken || *shaken) {
-    {
-      std::lock_guard lock(mutex_);
-      if (e2ee_errors_.allow())
-        spdlog::info("service {}: TLS handshake with visitor {} failed: {}", svc.name,
-                     meta.visitor_address, shaken ? shaken->message() : "timed out");
+  std::optional<e2ee::secure_stream> tls;
+  std::unique_ptr<http::duplex> visitor;
+  if (clear) {
+    visitor = http::make_stream_duplex(s);
+  } else {
+    tls.emplace(web_tls->native_handle(), s, e2ee::tls_role::server, "");
+    auto shaking = tls->handshake();
+    auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);
+    if (!shaken || *shaken) {
+      {
+        std::lock_guard lock(mutex_);
+        if (e2ee_errors_.allow())
+          spdlog::info("service {}: TLS handshake with visitor {} failed: {}", svc.name,
+                       meta.visitor_address, shaken ? shaken->message() : "timed out");
+      }
+      tls->abort(proto::stream_status::cancelled);
+      l->stream_finished(s->id());
+      co_return;
     }
-    tls.abort(proto::stream_status::cancelled);
-    l->stream_finished(s->id());
-    co_return;
+    visitor = http::make_tls_duplex(*tls);
   }
-  auto visitor = http::make_tls_duplex(tls);
   tcp::socket socket(l->executor());
   auto connected = co_await with_deadline(tcp_connect_one(socket, services_[index].target),
                                           config_.local_connect_timeout);
@@ -504,19 +516,19 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
         *visitor,
         http::simple_response(502, "Bad Gateway", "the tunnel's local service is not answering\n"));
     co_await with_deadline(std::move(answering), config_.connect_timeout);
-    tls.stream().finish();
+    s->finish();
     co_return;
   }
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
   auto local = http::make_tcp_duplex(socket);
   http::proxy_options options;
-  options.forwarded = {meta.visitor_address, meta.scheme.empty() ? "https" : meta.scheme, host};
+  options.forwarded = {meta.visitor_address, clear ? "http" : "https", host};
   auto proxying = http::proxy(*visitor, *local, std::move(options));
   auto result = co_await std::move(proxying);
   if (!result.error.empty())
     spdlog::debug("service {}: visitor {}: {}", svc.name, meta.visitor_address, result.error);
-  tls.stream().finish();
+  s->finish();
 }
 
 asio::awaitable<void> agent::shutdown() {

@@ -23,6 +23,16 @@ const std::vector<std::string>& service_setting_keys() {
   return keys;
 }
 
+namespace {
+
+bool parse_switch(const std::string& v, std::string_view where, const char* key) {
+  if (v == "true" || v == "on" || v == "yes") return true;
+  if (v == "false" || v == "off" || v == "no") return false;
+  throw config_error(std::string(where) + ": " + key + " '" + v + "' is not true or false");
+}
+
+}  // namespace
+
 service_config make_service(const settings_layer& s, std::string_view where) {
   service_config svc;
   auto get = [&](const char* k) -> const std::string* {
@@ -52,14 +62,7 @@ service_config make_service(const settings_layer& s, std::string_view where) {
       throw config_error(std::string(where) + ": proxy-protocol '" + *pp + "' is not v1 or v2");
     svc.proxy = *v;
   }
-  if (auto* e = get("e2ee")) {
-    if (*e == "true" || *e == "on" || *e == "yes")
-      svc.e2ee = true;
-    else if (*e == "false" || *e == "off" || *e == "no")
-      svc.e2ee = false;
-    else
-      throw config_error(std::string(where) + ": e2ee '" + *e + "' is not true or false");
-  }
+  if (auto* e = get("e2ee")) svc.e2ee = parse_switch(*e, where, "e2ee");
   if (auto* t = get("visitor-token")) {
     if (!svc.e2ee)
       throw config_error(std::string(where) +
@@ -99,8 +102,15 @@ service_config make_service(const settings_layer& s, std::string_view where) {
       svc.cert_file = *cert;
       svc.key_file = *key;
     }
-  } else if (get("mode") || get("cert") || get("key")) {
-    throw config_error(std::string(where) + ": mode, cert and key are for http services");
+    if (auto* p = get("plain-http")) {
+      svc.plain_http = parse_switch(*p, where, "plain-http");
+      if (svc.plain_http && svc.mode != "blind")
+        throw config_error(std::string(where) +
+                           ": plain-http is for blind mode; a passthrough service speaks TLS");
+    }
+  } else if (get("mode") || get("cert") || get("key") || get("plain-http")) {
+    throw config_error(std::string(where) +
+                       ": mode, cert, key and plain-http are for http services");
   }
   if (svc.e2ee && svc.remote_port)
     throw config_error(std::string(where) +

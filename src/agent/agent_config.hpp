@@ -27,7 +27,10 @@ struct service_config {
   std::string kind = "tcp";
   std::string mode;
   std::string cert_file, key_file;  // blind: the user's own certificate instead of the relay CA's
-  bool name_given = false;          // false: the agent derives a relay-wide unique name
+  // Blind: the relay's plain HTTP listener forwards requests (in the clear, readable by the
+  // relay) instead of redirecting them to HTTPS.
+  bool plain_http = false;
+  bool name_given = false;    // false: the agent derives a relay-wide unique name
   std::string visitor_token;  // end-to-end services: the token visitors must present; never logged
 };
 

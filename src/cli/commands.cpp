@@ -86,6 +86,10 @@ int run(int argc, char** argv) {
                 "blind mode: your own certificate for the share URL's name (PEM, chain after the "
                 "leaf), with --key; default: one the relay's CA signs for this agent's key");
   http_opts.add(*http_cmd, "key", "the private key of --cert (PEM)");
+  bool plain_http = false;
+  http_cmd->add_flag("--plain-http", plain_http,
+                     "blind mode: also serve http://NAME.DOMAIN in the clear instead of "
+                     "redirecting it to HTTPS (the relay can read that traffic)");
 
   // burrow up -c burrow.toml
   option_set up_opts;
@@ -160,6 +164,7 @@ int run(int argc, char** argv) {
         if (auto it = flags.find(k); it != flags.end()) service[k] = it->second;
         flags.erase(k);
       }
+      if (plain_http) service["plain-http"] = "true";
       layered_settings s(std::move(flags), environment_layer(keys), file.settings);
       init_logging_from(s);
       return run_agent(s, {service});

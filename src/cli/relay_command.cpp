@@ -31,6 +31,10 @@ void add_relay_options(option_set& o, CLI::App& app) {
   o.add_list(app, "https-listen",
              "HTTPS listener HOST:PORT, repeatable; empty value: none (default 0.0.0.0:443 and "
              "[::]:443, skipped if they cannot be bound)");
+  o.add_list(app, "http-listen",
+             "plain HTTP listener HOST:PORT, repeatable; empty value: none (default 0.0.0.0:80 "
+             "and [::]:80, skipped if they cannot be bound); redirects to HTTPS unless a share "
+             "URL asks for plain HTTP");
   o.add(app, "share-cert-lifetime",
         "lifetime of the certificates the relay's CA signs for share URLs; agents renew them "
         "after two thirds (default 24h)");
@@ -73,6 +77,9 @@ int run_relay(const layered_settings& s) {
                        format_host_port(ep.address().to_string(), ep.port()));
   for (auto& ep : r.https_endpoints())
     out += fmt::format("share URLs https://NAME.{} served on {}\n", domain,
+                       format_host_port(ep.address().to_string(), ep.port()));
+  for (auto& ep : r.http_endpoints())
+    out += fmt::format("plain HTTP for NAME.{} served on {}\n", domain,
                        format_host_port(ep.address().to_string(), ep.port()));
   out += fmt::format("relay fingerprint: {}\nstate directory: {}\n", fingerprint, dir.string());
   std::string relay_addr = format_host_port(host, port);

@@ -72,14 +72,53 @@ std::string simple_response(unsigned status, std::string_view reason, std::strin
   return out;
 }
 
-std::string rewrite_request_head(std::string_view bytes, const forwarded_for& f) {
+std::string page_response(unsigned status, std::string_view message) {
+  std::string escaped;
+  for (char c : message) {
+    switch (c) {
+      case '<':
+        escaped += "&lt;";
+        break;
+      case '>':
+        escaped += "&gt;";
+        break;
+      case '&':
+        escaped += "&amp;";
+        break;
+      case '"':
+        escaped += "&quot;";
+        break;
+      default:
+        escaped += c;
+    }
+  }
+  std::string body = "<!doctype html><meta charset=\"utf-8\"><title>" + std::to_string(status) +
+                     "</title><body style=\"font-family:sans-serif\"><h1>" + escaped +
+                     "</h1><p>served by the Burrow relay</p></body>\n";
+  std::string reason = status == 404   ? "Not Found"
+                       : status == 502 ? "Bad Gateway"
+                       : status == 400 ? "Bad Request"
+                                       : "Error";
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
+         "\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n" +
+         body;
+}
+
+std::optional<request_head> parse_request_head(std::string_view bytes) {
   bh::request_parser<bh::empty_body> parser;
   parser.header_limit(static_cast<std::uint32_t>(max_head_size));
   parser.eager(false);
   boost::system::error_code ec;
   parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
-  if (ec || !parser.is_header_done()) return {};
-  request_head head = parser.get().base();
+  if (ec || !parser.is_header_done()) return std::nullopt;
+  return parser.get().base();
+}
+
+std::string rewrite_request_head(std::string_view bytes, const forwarded_for& f) {
+  auto parsed = parse_request_head(bytes);
+  if (!parsed) return {};
+  request_head head = std::move(*parsed);
   stamp_forwarded(head, f);
   std::string out;
   append_head(out, head);

@@ -6,6 +6,7 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,13 @@ void append_head(std::string& out, const response_head& head);
 
 // A complete small response that closes the connection: status line, text body.
 std::string simple_response(unsigned status, std::string_view reason, std::string_view body);
+
+// A small HTML page for a status the relay or agent answers itself, closing the connection.
+std::string page_response(unsigned status, std::string_view message);
+
+// Parses the request head at the start of `bytes` (what follows is ignored); nullopt when it is
+// invalid, incomplete or larger than max_head_size.
+std::optional<request_head> parse_request_head(std::string_view bytes);
 
 // Parses `bytes` as one request head (nothing after it is read), stamps it and writes it back
 // out; empty when the head is invalid or incomplete. What the fuzz target exercises.

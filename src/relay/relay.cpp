@@ -145,6 +145,8 @@ int relay::run() {
     spawn_logged(ex, accept_loop(*a, "agent listener", &relay::link_session), "agent listener");
   for (auto& a : https_acceptors_)
     spawn_logged(ex, accept_loop(*a, "HTTPS listener", &relay::https_session), "HTTPS listener");
+  for (auto& a : http_acceptors_)
+    spawn_logged(ex, accept_loop(*a, "HTTP listener", &relay::http_session), "HTTP listener");
   spawn_logged(ex, housekeeping(), "housekeeping");
   workers_.run([this, ex] { spawn_logged(ex, shutdown(), "shutdown"); });
   return 0;
@@ -528,7 +530,7 @@ asio::awaitable<void> relay::housekeeping() {
 
 asio::awaitable<void> relay::shutdown() {
   if (stopping_.exchange(true)) co_return;
-  for (auto* list : {&agent_acceptors_, &https_acceptors_})
+  for (auto* list : {&agent_acceptors_, &https_acceptors_, &http_acceptors_})
     for (auto& a : *list) {
       boost::system::error_code ec;
       a->close(ec);

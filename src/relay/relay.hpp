@@ -31,6 +31,7 @@ class relay {
   std::vector<boost::asio::ip::tcp::endpoint> agent_endpoints() const;
   const std::string& advertise_host() const { return advertise_; }
   std::vector<boost::asio::ip::tcp::endpoint> https_endpoints() const;
+  std::vector<boost::asio::ip::tcp::endpoint> http_endpoints() const;
 
   // Serves until SIGTERM or SIGINT, then drains and returns the exit code.
   int run();
@@ -59,6 +60,16 @@ class relay {
                                      const std::string& who);
   // HTTPS share URLs (relay_https.cpp): route by the ClientHello's SNI, without decrypting.
   void bind_https();
+  // Binds `addresses` into `out`; when they are the defaults (`given` false), addresses that
+  // cannot be bound are skipped with a warning.
+  void bind_web(const std::vector<std::string>& addresses, bool given, std::uint16_t port,
+                const char* what,
+                std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>>& out);
+  // Plain HTTP (relay_http.cpp): route by Host; redirect to HTTPS or forward in the clear.
+  boost::asio::awaitable<void> http_session(boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> http_visitor(std::shared_ptr<link::link> link,
+                                            boost::asio::ip::tcp::socket socket, std::string name,
+                                            std::string head, int attempt);
   boost::asio::awaitable<void> https_session(boost::asio::ip::tcp::socket socket);
   boost::asio::awaitable<void> https_visitor(std::shared_ptr<link::link> link,
                                              boost::asio::ip::tcp::socket socket, std::string name,
@@ -78,6 +89,7 @@ class relay {
   boost::asio::ssl::context tls_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> agent_acceptors_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> https_acceptors_;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> http_acceptors_;
   std::uint16_t https_port_ = 0;          // for share URLs; 0: no HTTPS listener
   boost::asio::ssl::context domain_tls_;  // *.DOMAIN, signed by the relay's CA: error pages
   std::unique_ptr<port_registry> registry_;

@@ -23,6 +23,9 @@ struct relay_config {
   std::string domain = "burrow.localhost";
   std::vector<std::string> https_listen{"0.0.0.0:443", "[::]:443"};
   bool https_listen_given = false;  // defaults that cannot be bound are skipped with a warning
+  // Plain HTTP: routed by Host, redirected to HTTPS unless the service asks for plain HTTP.
+  std::vector<std::string> http_listen{"0.0.0.0:80", "[::]:80"};
+  bool http_listen_given = false;
   // Lifetime of the certificates the relay's CA signs for agents' share URLs (blind mode);
   // agents renew after two thirds of it.
   std::chrono::seconds share_cert_lifetime{24 * 3600};

@@ -13,6 +13,7 @@
 #include "core/acceptor.hpp"
 #include "core/deadline.hpp"
 #include "core/spawn.hpp"
+#include "http/forward_head.hpp"
 #include "link/stream.hpp"
 #include "proto/client_hello.hpp"
 #include "relay/relay.hpp"
@@ -69,17 +70,6 @@ asio::awaitable<peeked> peek_client_hello(tcp::socket& socket) {
   }
 }
 
-std::string page(int status, const std::string& message) {
-  std::string body = "<!doctype html><meta charset=\"utf-8\"><title>" + std::to_string(status) +
-                     "</title><body style=\"font-family:sans-serif\"><h1>" + message +
-                     "</h1><p>served by the Burrow relay</p></body>\n";
-  std::string reason = status == 404 ? "Not Found" : status == 502 ? "Bad Gateway" : "Error";
-  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
-         "\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n" +
-         body;
-}
-
 asio::awaitable<boost::system::error_code> tls_server_handshake(
     asio::ssl::stream<tcp::socket>& tls) {
   auto [ec] = co_await tls.async_handshake(asio::ssl::stream_base::server,
@@ -103,30 +93,44 @@ asio::awaitable<void> answer(asio::ssl::stream<tcp::socket>& tls, std::string re
 
 }  // namespace
 
-void relay::bind_https() {
-  for (auto& text : config_.https_listen) {
-    auto hp = parse_host_port(text, std::uint16_t{443});
+void relay::bind_web(const std::vector<std::string>& addresses, bool given, std::uint16_t port,
+                     const char* what, std::vector<std::unique_ptr<tcp::acceptor>>& out) {
+  for (auto& text : addresses) {
+    auto hp = parse_host_port(text, port);
     boost::system::error_code ec;
     auto address = asio::ip::make_address(hp && !hp->host.empty() ? hp->host : "0.0.0.0", ec);
-    if (!hp || ec) throw std::runtime_error("https-listen address '" + text + "' needs an IP");
+    if (!hp || ec)
+      throw std::runtime_error(std::string(what) + " address '" + text + "' needs an IP");
     try {
-      https_acceptors_.push_back(
-          make_acceptor(workers_.at(0).get_executor(), tcp::endpoint(address, hp->port)));
+      out.push_back(make_acceptor(workers_.at(0).get_executor(), tcp::endpoint(address, hp->port)));
     } catch (const boost::system::system_error& e) {
-      if (!config_.https_listen_given) {
-        spdlog::warn("no HTTPS share URLs on {}: {} (set --https-listen)", text,
-                     e.code().message());
+      if (!given) {
+        spdlog::warn("no {} on {}: {} (set --{})", what, text, e.code().message(),
+                     port == 443 ? "https-listen" : "http-listen");
         continue;
       }
-      throw std::runtime_error("cannot listen for HTTPS on " + text + ": " + e.code().message());
+      throw std::runtime_error(std::string("cannot listen for ") + what + " on " + text + ": " +
+                               e.code().message());
     }
   }
+}
+
+void relay::bind_https() {
+  bind_web(config_.https_listen, config_.https_listen_given, 443, "HTTPS share URLs",
+           https_acceptors_);
   if (!https_acceptors_.empty()) https_port_ = https_acceptors_.front()->local_endpoint().port();
+  bind_web(config_.http_listen, config_.http_listen_given, 80, "plain HTTP", http_acceptors_);
 }
 
 std::vector<tcp::endpoint> relay::https_endpoints() const {
   std::vector<tcp::endpoint> out;
   for (auto& a : https_acceptors_) out.push_back(a->local_endpoint());
+  return out;
+}
+
+std::vector<tcp::endpoint> relay::http_endpoints() const {
+  std::vector<tcp::endpoint> out;
+  for (auto& a : http_acceptors_) out.push_back(a->local_endpoint());
   return out;
 }
 
@@ -198,7 +202,7 @@ asio::awaitable<void> relay::error_page(tcp::socket socket, int status, std::str
   auto shaking = tls_server_handshake(tls);
   auto shaken = co_await with_deadline(std::move(shaking), config_.handshake_timeout);
   if (!shaken || *shaken) co_return;
-  auto answering = answer(tls, page(status, message));
+  auto answering = answer(tls, http::page_response(static_cast<unsigned>(status), message));
   co_await with_deadline(std::move(answering), config_.handshake_timeout);
 }
 

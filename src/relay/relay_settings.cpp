@@ -76,6 +76,14 @@ relay_config make_relay_config(const layered_settings& s) {
     throw config_error("share-cert-lifetime (from " + s.origin("share-cert-lifetime") +
                        ") must be between 10s and 90 days");
   c.share_cert_lifetime = std::chrono::duration_cast<std::chrono::seconds>(lifetime);
+  if (auto h = s.text("http-listen")) {
+    c.http_listen = s.list_or("http-listen", {});
+    c.http_listen_given = true;
+    for (auto& l : c.http_listen)
+      if (!parse_host_port(l, std::uint16_t{80}))
+        throw config_error("http-listen address '" + l + "' (from " + s.origin("http-listen") +
+                           ") is not HOST:PORT");
+  }
   c.workers = static_cast<unsigned>(s.number_or("workers", 0, 0, 256));
   c.grace = s.duration_or("grace", c.grace);
   c.handshake_timeout = s.duration_or("handshake-timeout", c.handshake_timeout);

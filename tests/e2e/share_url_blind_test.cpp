@@ -120,5 +120,53 @@ TEST_F(blind_test, TheUsersOwnCertificateIsPresented) {
       << bad->output();
 }
 
+TEST_F(blind_test, PlainHttpIsRedirectedToHttpsUnlessTheServiceAsksForIt) {
+  auto relay = start_relay();
+  ASSERT_NE(relay.http_port, 0);
+  auto port = free_port();
+  auto service = start_file_service(port);
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, port, "web", share_port, "blind");
+  std::uint16_t clear_port = 0;
+  auto clear = start_http_agent(relay, port, "clear", clear_port, "blind", {"--plain-http"});
+  auto plain = [&](const std::string& host, std::vector<std::string> extra) {
+    std::vector<std::string> argv{"/usr/bin/curl",
+                                  "-sS",
+                                  "--max-time",
+                                  "10",
+                                  "-i",
+                                  "--resolve",
+                                  host + ":" + std::to_string(relay.http_port) + ":127.0.0.1",
+                                  "--resolve",
+                                  host + ":" + std::to_string(share_port) + ":127.0.0.1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back("http://" + host + ":" + std::to_string(relay.http_port) + "/a/b?c=d");
+    return run(argv, 15s);
+  };
+  // Redirected, path and query kept; following it lands on the HTTPS URL.
+  auto redirect = plain("web.burrow.localhost", {});
+  ASSERT_TRUE(redirect);
+  EXPECT_NE(redirect->find("308 Permanent Redirect"), std::string::npos) << *redirect;
+  EXPECT_NE(redirect->find("Location: https://web.burrow.localhost:" + std::to_string(share_port) +
+                           "/a/b?c=d"),
+            std::string::npos)
+      << *redirect;
+  // Asked for: served in the clear (python answers 404 for the path: it got the request).
+  auto served = plain("clear.burrow.localhost", {});
+  ASSERT_TRUE(served);
+  EXPECT_NE(served->find("HTTP/1.0 404 File not found"), std::string::npos) << *served;
+  auto index =
+      run({"/usr/bin/curl", "-sS", "--max-time", "10", "-H", "Host: clear.burrow.localhost",
+           "http://127.0.0.1:" + std::to_string(relay.http_port) + "/"},
+          15s);
+  ASSERT_TRUE(index);
+  EXPECT_NE(index->find("blind marker 5f3a"), std::string::npos) << *index;
+  // Unknown names and requests that are not HTTP get an answer too.
+  auto unknown = plain("nope.burrow.localhost", {});
+  ASSERT_TRUE(unknown);
+  EXPECT_NE(unknown->find("404"), std::string::npos);
+  EXPECT_NE(unknown->find("no tunnel named nope"), std::string::npos) << *unknown;
+}
+
 }  // namespace
 }  // namespace burrow::test

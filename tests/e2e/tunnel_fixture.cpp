@@ -71,6 +71,8 @@ relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint
   // Share URLs on a loopback port of the kernel's choosing, never the machine's 443.
   if (std::find(extra.begin(), extra.end(), "--https-listen") == extra.end())
     extra.insert(extra.end(), {"--https-listen", "127.0.0.1:0"});
+  if (std::find(extra.begin(), extra.end(), "--http-listen") == extra.end())
+    extra.insert(extra.end(), {"--http-listen", "127.0.0.1:0"});
   argv.insert(argv.end(), extra.begin(), extra.end());
   r.proc = child_process::start("relay", argv, std::move(env));
   auto port = r.proc->wait_for_line(std::regex(R"(agents connect to 127\.0\.0\.1:(\d+))"), 10s);
@@ -80,6 +82,9 @@ relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint
   auto https =
       r.proc->wait_for_line(std::regex(R"(share URLs \S+ served on 127\.0\.0\.1:(\d+))"), 1s);
   if (https) r.https_port = static_cast<std::uint16_t>(std::stoi(https->groups[1]));
+  auto http =
+      r.proc->wait_for_line(std::regex(R"(plain HTTP for \S+ served on 127\.0\.0\.1:(\d+))"), 1s);
+  if (http) r.http_port = static_cast<std::uint16_t>(std::stoi(http->groups[1]));
   auto fp = r.proc->wait_for_line(std::regex(R"(relay fingerprint: (sha256:[0-9a-f]{64}))"), 10s);
   EXPECT_TRUE(fp);
   if (fp) r.fingerprint = fp->groups[1];

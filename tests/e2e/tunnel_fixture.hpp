@@ -23,6 +23,7 @@ struct relay_process {
   std::string fingerprint;
   std::string token;
   std::uint16_t https_port = 0;  // share URLs (0: no HTTPS listener)
+  std::uint16_t http_port = 0;   // plain HTTP (0: none)
 };
 
 struct agent_process {
