@@ -156,8 +156,8 @@ void check_hash(const std::string& hash, hash_kind kind) {
     }
     setting_end = hash.rfind('$') + 1;
   }
-  std::string_view tail =
-      std::string_view(hash).substr(kind == hash_kind::bcrypt ? 7 : setting_end);
+  // The hash part: crypt_r checks the salt itself but ignores what follows a bcrypt salt.
+  std::string_view tail = std::string_view(hash).substr(setting_end);
   bool shaped = !tail.empty() && std::all_of(tail.begin(), tail.end(), is_crypt_char);
   auto out = shaped ? run_crypt("burrow hash check", hash) : std::nullopt;
   if (!out || out->size() != hash.size() || out->compare(0, setting_end, hash, 0, setting_end) != 0)
@@ -437,7 +437,6 @@ access_rules::verdict access_rules::check(const bhttp::fields& headers,
       if (space != std::string_view::npos) {
         scheme = value.substr(0, space);
         credentials = trim(value.substr(space));
-        if (credentials.find_first_of(" \t") != std::string_view::npos) credentials = {};
       }
     }
   }
