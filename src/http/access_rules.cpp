@@ -327,7 +327,6 @@ access_rules::access_rules(const access_rules& other)
       bearer_(other.bearer_),
       header_rules_(other.header_rules_),
       allow_ip_(other.allow_ip_),
-      any_hashed_(other.any_hashed_),
       cache_(std::make_unique<verified_cache>()) {}
 
 access_rules& access_rules::operator=(const access_rules& other) {
@@ -340,7 +339,6 @@ void access_rules::add_basic(basic_credential credential) {
   if (credential.hashed ? kind_of(credential.secret) == hash_kind::none
                         : credential.secret.size() != 32)
     throw std::invalid_argument("access_rules::add_basic: credential not made by parse_basic_auth");
-  any_hashed_ = any_hashed_ || credential.hashed;
   basic_.push_back({sha256(credential.user), std::move(credential)});
 }
 

@@ -40,7 +40,8 @@ struct cidr {
 // Each throws burrow::config_error whose message never contains the password, hash, token or
 // header value.
 // "user:password" split at the first colon; a password starting with $2b$, $2y$, $2a$ or $6$ is a
-// crypt hash, checked to be well-formed here so that a bad hash is a config error.
+// crypt hash, checked to be well-formed here so that a bad hash is a config error. Costs above
+// bcrypt 14 or SHA-512 rounds=500000 are refused: each cache miss would cost seconds of CPU.
 basic_credential parse_basic_auth(std::string_view spec);
 // "Name: value"; the name must be an HTTP token, the value non-empty (surrounding blanks dropped).
 required_header parse_required_header(std::string_view spec);
@@ -77,6 +78,7 @@ class access_rules {
   access_rules(access_rules&&) noexcept;
   access_rules& operator=(access_rules&&) noexcept;
 
+  // Throws std::invalid_argument for a credential parse_basic_auth could not have made.
   void add_basic(basic_credential credential);
   // Throws config_error if the token is empty or has characters other than visible ASCII.
   void add_bearer(std::string_view token);
@@ -112,7 +114,6 @@ class access_rules {
   std::vector<digest> bearer_;  // SHA-256 of each token
   std::vector<header_rule> header_rules_;
   std::vector<cidr> allow_ip_;
-  bool any_hashed_ = false;
   std::unique_ptr<verified_cache> cache_;
 };
 
