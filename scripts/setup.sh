@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   build-essential g++-12 cmake ninja-build pkg-config clang-14 clang-format libclang-rt-14-dev
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libssl-dev openssl libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
+  libssl-dev openssl libcrypt-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   curl socat iperf3 nginx-light wrk procps iproute2 util-linux python3 openssh-server openssh-client
   tshark
