@@ -28,6 +28,7 @@
 #include "e2ee/identity.hpp"
 #include "e2ee/secure_stream.hpp"
 #include "e2ee/splice.hpp"
+#include "http/access_rules.hpp"
 #include "http/duplex.hpp"
 #include "http/proxy.hpp"
 #include "link/dial.hpp"
@@ -115,10 +116,11 @@ agent::~agent() = default;
 int agent::run() {
   for (unsigned i = 0; i < workers_.size(); ++i)
     spawn_logged(workers_.at(i).get_executor(), link_slot(i), "link " + std::to_string(i));
-  bool blind = std::any_of(services_.begin(), services_.end(), [](const service_state& st) {
-    return st.config.kind == "http" && st.config.mode == "blind" && !st.own_cert;
-  });
-  if (blind) spawn_logged(workers_.at(0).get_executor(), renew_certs(), "certificate renewal");
+  bool http = std::any_of(services_.begin(), services_.end(),
+                          [](const service_state& st) { return st.config.kind == "http"; });
+  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  for (auto& st : services_) st.last_request->store(now);
+  if (http) spawn_logged(workers_.at(0).get_executor(), share_url_upkeep(), "share URL upkeep");
   workers_.run([this] { spawn_logged(workers_.at(0).get_executor(), shutdown(), "shutdown"); });
   return exit_code_;
 }
@@ -134,6 +136,7 @@ proto::register_services agent::registration() {
   std::lock_guard lock(mutex_);
   proto::register_services r;
   for (auto& s : services_) {
+    if (s.expired) continue;
     proto::service_spec spec{s.config.name, s.config.kind, s.assigned_port, s.config.e2ee, {}};
     spec.mode = s.config.mode;
     spec.plain_http = s.config.plain_http;
@@ -195,7 +198,12 @@ asio::awaitable<std::string> agent::serve_link(unsigned index, std::shared_ptr<l
     std::size_t found = services_.size();
     for (std::size_t i = 0; i < services_.size(); ++i)
       if (services_[i].config.name == meta.service) found = i;
-    if (found == services_.size()) {
+    bool expired = false;
+    if (found != services_.size()) {
+      std::lock_guard lock(mutex_);
+      expired = services_[found].expired;
+    }
+    if (found == services_.size() || expired) {
       raw->refuse(*s, proto::stream_status::no_service, "no such service on this agent");
       return;
     }
@@ -357,21 +365,51 @@ void agent::on_certificate(const proto::certificate& c) {
   }
 }
 
-asio::awaitable<void> agent::renew_certs() {
+void agent::expire(service_state& s, const std::string& why) {
+  s.expired = true;
+  std::string line = fmt::format("share URL {} expired ({}); its name is released",
+                                 s.public_address.empty() ? s.config.name : s.public_address, why);
+  std::fputs((line + "\n").c_str(), stdout);
+  std::fflush(stdout);
+  spdlog::info("service {}: {}", s.config.name, line);
+  proto::unregister gone{{s.config.name}};
+  for (auto& w : links_)
+    if (auto l = w.lock()) asio::post(l->executor(), [l, gone] { l->send_control(gone); });
+  bool all_gone = std::all_of(services_.begin(), services_.end(),
+                              [](const service_state& st) { return st.expired; });
+  if (all_gone) {
+    asio::post(workers_.at(0).get_executor(), [this] {
+      spdlog::info("every service has expired; the agent stops");
+      spawn_logged(workers_.at(0).get_executor(), shutdown(), "shutdown");
+    });
+  }
+}
+
+asio::awaitable<void> agent::share_url_upkeep() {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   while (!stopping_) {
     timer.expires_after(std::chrono::seconds(1));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     std::lock_guard lock(mutex_);
+    auto now = std::chrono::steady_clock::now();
+    for (auto& s : services_) {
+      if (s.config.kind != "http" || s.expired) continue;
+      auto idle = now - std::chrono::steady_clock::time_point(
+                            std::chrono::steady_clock::duration(s.last_request->load()));
+      if (s.config.expire_in.count() > 0 && now - started_ >= s.config.expire_in)
+        expire(s, "expire-in " + format_duration(s.config.expire_in));
+      else if (s.config.idle_expiry.count() > 0 && idle >= s.config.idle_expiry)
+        expire(s, "no request for " + format_duration(s.config.idle_expiry));
+    }
     std::shared_ptr<link::link> live;
     for (auto& w : links_)
       if (auto l = w.lock(); l && !live) live = std::move(l);
     if (!live) continue;
     for (std::size_t i = 0; i < services_.size(); ++i) {
       auto& s = services_[i];
-      if (s.config.kind != "http" || s.config.mode != "blind" || s.own_cert || s.host.empty())
+      if (s.config.kind != "http" || s.config.mode != "blind" || s.own_cert || s.host.empty() ||
+          s.expired)
         continue;
-      auto now = std::chrono::steady_clock::now();
       bool due = !s.web_tls || now >= s.renew_at;
       bool waiting = s.requested_at != std::chrono::steady_clock::time_point{} &&
                      now - s.requested_at < std::chrono::seconds(10);
@@ -524,6 +562,23 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
   auto local = http::make_tcp_duplex(socket);
   http::proxy_options options;
   options.forwarded = {meta.visitor_address, clear ? "http" : "https", host};
+  boost::system::error_code bad_address;
+  auto visitor_ip = asio::ip::make_address(meta.visitor_address, bad_address);
+  options.screen = [this, rules = svc.rules, last = services_[index].last_request, host, visitor_ip,
+                    name = svc.name](const http::request_head& head) -> std::string {
+    if (rules) {
+      auto verdict = rules->check(head, visitor_ip);
+      if (verdict != http::access_rules::verdict::allow) {
+        std::lock_guard lock(mutex_);
+        if (refusals_.allow())
+          spdlog::info("service {}: refused visitor {}: {}", name, visitor_ip.to_string(),
+                       http::describe(verdict));
+        return http::refusal_response(verdict, host);
+      }
+    }
+    last->store(std::chrono::steady_clock::now().time_since_epoch().count());
+    return {};
+  };
   auto proxying = http::proxy(*visitor, *local, std::move(options));
   auto result = co_await std::move(proxying);
   if (!result.error.empty())

@@ -53,6 +53,11 @@ class agent {
     std::string host;       // NAME.DOMAIN, from the relay's answer
     std::chrono::steady_clock::time_point renew_at = std::chrono::steady_clock::time_point::max();
     std::chrono::steady_clock::time_point requested_at{};
+    // Expiry (idle-expiry, expire-in): the last request let through, as steady-clock ticks, shared
+    // with the sessions that update it; and whether the URL has been given up.
+    std::shared_ptr<std::atomic<std::int64_t>> last_request =
+        std::make_shared<std::atomic<std::int64_t>>(0);
+    bool expired = false;
     log_limiter local_errors{std::chrono::seconds(10)};
   };
 
@@ -69,7 +74,9 @@ class agent {
   // Blind share URLs: certificate requests, the relay's answers, and renewal.
   void maybe_request_cert(link::link& l, service_state& s);
   void on_certificate(const proto::certificate& c);
-  boost::asio::awaitable<void> renew_certs();
+  // Every second: certificates due for renewal, and share URLs whose time is up.
+  boost::asio::awaitable<void> share_url_upkeep();
+  void expire(service_state& s, const std::string& why);
   boost::asio::awaitable<void> web_session(std::shared_ptr<link::link> link,
                                            std::shared_ptr<link::stream> stream,
                                            proto::open_metadata meta, std::size_t service);
@@ -88,11 +95,13 @@ class agent {
   std::string fingerprint_;
   std::optional<boost::asio::ssl::context> e2ee_tls_;
   log_limiter e2ee_errors_{std::chrono::seconds(10)};  // guarded by mutex_
+  log_limiter refusals_{std::chrono::seconds(1)};      // guarded by mutex_
 
   std::mutex mutex_;  // guards services_' assignment state and links_
   std::vector<service_state> services_;
   std::vector<std::weak_ptr<link::link>> links_;
   bool ever_registered_ = false;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   std::atomic<std::size_t> active_streams_{0};
   std::atomic<bool> stopping_{false};

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/address.hpp"
+#include "core/duration.hpp"
 #include "tls/certs.hpp"
 
 namespace burrow::agent {
@@ -108,9 +109,38 @@ service_config make_service(const settings_layer& s, std::string_view where) {
         throw config_error(std::string(where) +
                            ": plain-http is for blind mode; a passthrough service speaks TLS");
     }
-  } else if (get("mode") || get("cert") || get("key") || get("plain-http")) {
+    auto rules = std::make_shared<http::access_rules>();
+    if (auto* v = get("basic-auth"))
+      for (auto& item : split_list(*v)) rules->add_basic(http::parse_basic_auth(item));
+    if (auto* v = get("bearer"))
+      for (auto& item : split_list(*v)) rules->add_bearer(item);
+    if (auto* v = get("require-header"))
+      for (auto& item : split_list(*v)) rules->add_header(http::parse_required_header(item));
+    if (auto* v = get("allow-ip"))
+      for (auto& item : split_list(*v)) rules->add_allow_ip(http::parse_cidr(item));
+    if (!rules->empty()) {
+      if (svc.mode != "blind")
+        throw config_error(std::string(where) +
+                           ": access rules need blind mode: in passthrough mode the agent never "
+                           "sees the requests");
+      svc.rules = std::move(rules);
+    }
+    for (auto [key, out] :
+         {std::pair{"idle-expiry", &svc.idle_expiry}, std::pair{"expire-in", &svc.expire_in}}) {
+      auto* v = get(key);
+      if (!v) continue;
+      auto d = parse_duration(*v);
+      if (!d || d->count() < 0)
+        throw config_error(std::string(where) + ": " + key + " '" + *v +
+                           "' is not a duration such as 30m or 2h");
+      *out = *d;
+    }
+  } else if (get("mode") || get("cert") || get("key") || get("plain-http") || get("basic-auth") ||
+             get("bearer") || get("require-header") || get("allow-ip") || get("idle-expiry") ||
+             get("expire-in")) {
     throw config_error(std::string(where) +
-                       ": mode, cert, key and plain-http are for http services");
+                       ": mode, cert, key, plain-http, access rules and expiry are for http "
+                       "services");
   }
   if (svc.e2ee && svc.remote_port)
     throw config_error(std::string(where) +

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/settings.hpp"
+#include "http/access_rules.hpp"
 #include "proto/proxy_protocol.hpp"
 
 namespace burrow::agent {
@@ -30,6 +32,12 @@ struct service_config {
   // Blind: the relay's plain HTTP listener forwards requests (in the clear, readable by the
   // relay) instead of redirecting them to HTTPS.
   bool plain_http = false;
+  // Blind share URLs: who may visit (checked by the agent on every request head), and when the
+  // URL stops serving and its name is released: after `idle_expiry` without a request, or
+  // `expire_in` after the agent started. Zero: never.
+  std::shared_ptr<const http::access_rules> rules;
+  std::chrono::milliseconds idle_expiry{0};
+  std::chrono::milliseconds expire_in{0};
   bool name_given = false;    // false: the agent derives a relay-wide unique name
   std::string visitor_token;  // end-to-end services: the token visitors must present; never logged
 };

@@ -86,6 +86,19 @@ int run(int argc, char** argv) {
                 "blind mode: your own certificate for the share URL's name (PEM, chain after the "
                 "leaf), with --key; default: one the relay's CA signs for this agent's key");
   http_opts.add(*http_cmd, "key", "the private key of --cert (PEM)");
+  http_opts.add_list(*http_cmd, "basic-auth",
+                     "visitors must log in: USER:PASSWORD, or USER:HASH (bcrypt $2b$ or SHA-512 "
+                     "crypt $6$, as htpasswd -B or mkpasswd make them); repeatable");
+  http_opts.add_list(*http_cmd, "bearer",
+                     "visitors must send Authorization: Bearer TOKEN; repeatable");
+  http_opts.add_list(*http_cmd, "require-header",
+                     "visitors must send this header with this value: 'Name: value'; repeatable");
+  http_opts.add_list(*http_cmd, "allow-ip",
+                     "only visitors from this network: CIDR or address, IPv4 or IPv6; repeatable");
+  http_opts.add(*http_cmd, "idle-expiry",
+                "stop serving and release the name after this long without a request (e.g. 30m)");
+  http_opts.add(*http_cmd, "expire-in",
+                "stop serving and release the name this long after start (e.g. 2h)");
   bool plain_http = false;
   http_cmd->add_flag("--plain-http", plain_http,
                      "blind mode: also serve http://NAME.DOMAIN in the clear instead of "
@@ -160,7 +173,8 @@ int run(int argc, char** argv) {
       if (!http_file.empty()) file = load_config_file(http_file, keys, service_keys);
       auto flags = http_opts.given();
       settings_layer service{{"local", http_local}, {"kind", "http"}};
-      for (const char* k : {"name", "mode", "cert", "key"}) {
+      for (const char* k : {"name", "mode", "cert", "key", "basic-auth", "bearer", "require-header",
+                            "allow-ip", "idle-expiry", "expire-in"}) {
         if (auto it = flags.find(k); it != flags.end()) service[k] = it->second;
         flags.erase(k);
       }

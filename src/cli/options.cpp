@@ -31,7 +31,7 @@ settings_layer option_set::given() const {
       out[name] = *b.value;
     } else {
       std::string joined;
-      for (auto& v : *b.values) joined += (joined.empty() ? "" : ",") + v;
+      for (auto& v : *b.values) joined += (joined.empty() ? "" : "\n") + v;
       out[name] = joined;
     }
   }

@@ -15,7 +15,7 @@ std::string where(std::string_view origin, const toml::source_region& r) {
          std::to_string(r.begin.column);
 }
 
-// A scalar as text; arrays of scalars joined by commas.
+// A scalar as text; arrays of scalars joined by newlines (see split_list).
 std::string scalar_text(const toml::node& n, const std::string& key, std::string_view origin) {
   if (auto s = n.value<std::string>(); s && n.is_string()) return *s;
   if (n.is_integer()) return std::to_string(*n.value<std::int64_t>());
@@ -26,7 +26,7 @@ std::string scalar_text(const toml::node& n, const std::string& key, std::string
     for (auto& item : *a) {
       if (item.is_array() || item.is_table())
         throw config_error(where(origin, item.source()) + ": '" + key + "' must hold plain values");
-      if (!out.empty()) out += ",";
+      if (!out.empty()) out += "\n";
       out += scalar_text(item, key, origin);
     }
     return out;

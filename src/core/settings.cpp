@@ -7,6 +7,23 @@
 
 namespace burrow {
 
+std::vector<std::string> split_list(std::string_view text) {
+  // Repeated flags and TOML arrays arrive joined by newlines, so items may hold commas; a
+  // hand-written value (an environment variable) may use commas instead.
+  char separator = text.find('\n') != std::string_view::npos ? '\n' : ',';
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    auto cut = text.find(separator);
+    auto item = text.substr(0, cut);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\r')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\r')) item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    if (cut == std::string_view::npos) break;
+    text.remove_prefix(cut + 1);
+  }
+  return out;
+}
+
 std::string setting_key(std::string_view name) {
   std::string k(name);
   for (auto& c : k)
@@ -54,18 +71,7 @@ std::vector<std::string> layered_settings::list_or(const std::string& key,
                                                    std::vector<std::string> fallback) const {
   auto t = text(key);
   if (!t) return fallback;
-  std::vector<std::string> out;
-  std::string_view rest = *t;
-  while (!rest.empty()) {
-    auto comma = rest.find(',');
-    auto item = rest.substr(0, comma);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!item.empty()) out.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return out;
+  return split_list(*t);
 }
 
 std::uint64_t layered_settings::number_or(const std::string& key, std::uint64_t fallback,

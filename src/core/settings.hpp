@@ -15,6 +15,10 @@
 
 namespace burrow {
 
+// The items of a list setting: split at newlines when there are any (how repeated flags and TOML
+// arrays are joined), else at commas; blanks around items are dropped, empty items skipped.
+std::vector<std::string> split_list(std::string_view text);
+
 struct config_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -232,17 +232,19 @@ TEST(HttpProxy, ScreenedRequestsNeverReachTheLocalService) {
                ? std::string()
                : simple_response(401, "Unauthorized", "no\n");
   };
-  proxy_rig rig(
-      [&](int fd) { seen_by_local = test::read_until_eof(fd, 5s, 1 << 20).value_or("error"); },
-      options);
-  int fd = rig.connect();
-  ASSERT_GE(fd, 0);
-  ASSERT_TRUE(test::write_all(fd, "GET /secret HTTP/1.1\r\nHost: web\r\n\r\n", 5s));
-  auto answer = test::read_until_eof(fd, 5s, 1 << 20);
-  ASSERT_TRUE(answer);
-  EXPECT_TRUE(answer->starts_with("HTTP/1.1 401 Unauthorized")) << *answer;
-  ::close(fd);
-  EXPECT_TRUE(rig.finished(5s));
+  {
+    proxy_rig rig(
+        [&](int fd) { seen_by_local = test::read_until_eof(fd, 5s, 1 << 20).value_or("error"); },
+        options);
+    int fd = rig.connect();
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(test::write_all(fd, "GET /secret HTTP/1.1\r\nHost: web\r\n\r\n", 5s));
+    auto answer = test::read_until_eof(fd, 5s, 1 << 20);
+    ASSERT_TRUE(answer);
+    EXPECT_TRUE(answer->starts_with("HTTP/1.1 401 Unauthorized")) << *answer;
+    ::close(fd);
+    EXPECT_TRUE(rig.finished(5s));
+  }  // the local service's thread has finished here
   EXPECT_EQ(seen_by_local, "");
 }
 
