@@ -140,6 +140,7 @@ proto::register_services agent::registration() {
     proto::service_spec spec{s.config.name, s.config.kind, s.assigned_port, s.config.e2ee, {}};
     spec.mode = s.config.mode;
     spec.plain_http = s.config.plain_http;
+    if (s.config.mode == "inspect" && s.config.rules) spec.access = s.config.rules->to_spec();
     if (!s.config.visitor_token.empty())
       spec.visitor_token_sha256 = hex(sha256(s.config.visitor_token));
     r.services.push_back(std::move(spec));
@@ -306,6 +307,10 @@ void agent::announce_share_url(service_state& s) {
       fmt::format("http {} is public at {}",
                   format_host_port(s.config.local_host, s.config.local_port), s.public_address);
   std::string out = line + "\n";
+  if (s.config.mode == "inspect")
+    out +=
+        "visitors trust the relay's CA (`burrow relay ca` prints it); the relay ends TLS and "
+        "logs each request\n";
   if (s.config.mode == "blind" && !s.own_cert)
     out += fmt::format(
         "visitors trust the relay's CA (`burrow relay ca` prints it; a copy is in {}): curl "
@@ -431,7 +436,7 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
     ~done() { --n; }
   } guard{active_streams_};
   const service_config& svc = services_[index].config;  // immutable after construction
-  if (svc.kind == "http" && svc.mode == "blind") {
+  if (svc.kind == "http" && svc.mode != "passthrough") {
     auto serving = web_session(std::move(l), std::move(s), std::move(meta), index);
     co_await std::move(serving);
     co_return;
@@ -507,9 +512,11 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
     web_tls = services_[index].web_tls;
     host = services_[index].host;
   }
-  bool clear = meta.scheme == "http";
-  if (clear && !svc.plain_http) {
-    l->refuse(*s, proto::stream_status::forbidden, "this share URL is served over HTTPS only");
+  // In the clear: plain HTTP the service asked for, or HTTP the relay decrypted (inspect mode).
+  bool clear = meta.scheme == "http" || (meta.scheme == "https" && svc.mode == "inspect");
+  if ((meta.scheme == "http" && !svc.plain_http) || (svc.mode == "inspect" && !clear)) {
+    l->refuse(*s, proto::stream_status::forbidden,
+              "this share URL is not served in that form (" + meta.scheme + ")");
     co_return;
   }
   if (!web_tls && !clear) {
@@ -561,12 +568,13 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
   socket.set_option(tcp::no_delay(true), ec);
   auto local = http::make_tcp_duplex(socket);
   http::proxy_options options;
-  options.forwarded = {meta.visitor_address, clear ? "http" : "https", host};
+  options.forwarded = {meta.visitor_address, meta.scheme == "http" ? "http" : "https", host};
   boost::system::error_code bad_address;
   auto visitor_ip = asio::ip::make_address(meta.visitor_address, bad_address);
   options.screen = [this, rules = svc.rules, last = services_[index].last_request, host, visitor_ip,
-                    name = svc.name](const http::request_head& head) -> std::string {
-    if (rules) {
+                    name = svc.name, inspected = svc.mode == "inspect"](
+                       const http::request_head& head) -> std::string {
+    if (rules && !inspected) {  // in inspect mode the relay has checked
       auto verdict = rules->check(head, visitor_ip);
       if (verdict != http::access_rules::verdict::allow) {
         std::lock_guard lock(mutex_);

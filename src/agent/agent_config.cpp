@@ -82,9 +82,10 @@ service_config make_service(const settings_layer& s, std::string_view where) {
     svc.e2ee = false;  // the TLS of a share URL ends past the relay by itself
     svc.mode = "blind";
     if (auto* m = get("mode")) {
-      if (*m != "blind" && *m != "passthrough")
+      if (*m != "blind" && *m != "inspect" && *m != "passthrough")
         throw config_error(std::string(where) + ": mode '" + *m +
-                           "' is not blind (TLS ends at the agent) or passthrough (a local "
+                           "' is not blind (TLS ends at the agent), inspect (TLS ends at the "
+                           "relay, which checks and logs each request) or passthrough (a local "
                            "service that speaks TLS itself)");
       svc.mode = *m;
     }
@@ -119,10 +120,10 @@ service_config make_service(const settings_layer& s, std::string_view where) {
     if (auto* v = get("allow-ip"))
       for (auto& item : split_list(*v)) rules->add_allow_ip(http::parse_cidr(item));
     if (!rules->empty()) {
-      if (svc.mode != "blind")
+      if (svc.mode == "passthrough")
         throw config_error(std::string(where) +
-                           ": access rules need blind mode: in passthrough mode the agent never "
-                           "sees the requests");
+                           ": access rules need blind or inspect mode: in passthrough mode no "
+                           "one but the local service sees the requests");
       svc.rules = std::move(rules);
     }
     for (auto [key, out] :

@@ -80,8 +80,9 @@ int run(int argc, char** argv) {
                 "key id)");
   http_opts.add(*http_cmd, "mode",
                 "blind (default): TLS ends at this agent, which speaks HTTP/1.1 to the service "
-                "and adds X-Forwarded-*; the relay cannot read it. passthrough: the TLS goes on to "
-                "a local service that speaks TLS itself");
+                "and adds X-Forwarded-*; the relay cannot read it. inspect: TLS ends at the "
+                "relay, which applies the access rules and logs each request. passthrough: the "
+                "TLS goes on to a local service that speaks TLS itself");
   http_opts.add(*http_cmd, "cert",
                 "blind mode: your own certificate for the share URL's name (PEM, chain after the "
                 "leaf), with --key; default: one the relay's CA signs for this agent's key");

@@ -356,6 +356,76 @@ void access_rules::add_allow_ip(cidr network) {
   allow_ip_.push_back(std::move(network));
 }
 
+namespace {
+
+std::optional<digest> digest_from_hex(std::string_view text) {
+  if (text.size() != 64) return std::nullopt;
+  digest d{};
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    auto [end, ec] = std::from_chars(text.data() + 2 * i, text.data() + 2 * i + 2, d[i], 16);
+    if (ec != std::errc() || end != text.data() + 2 * i + 2) return std::nullopt;
+  }
+  return d;
+}
+
+}  // namespace
+
+proto::access_spec access_rules::to_spec() const {
+  proto::access_spec out;
+  for (const auto& b : basic_) {
+    std::string secret =
+        b.cred.hashed ? b.cred.secret
+                      : hex(std::span(reinterpret_cast<const std::uint8_t*>(b.cred.secret.data()),
+                                      b.cred.secret.size()));
+    out.basic.push_back({b.cred.user, std::move(secret), b.cred.hashed});
+  }
+  for (const auto& t : bearer_) out.bearer_sha256.push_back(hex(t));
+  for (const auto& h : header_rules_) out.headers.push_back({h.name, hex(h.value_sha256)});
+  for (const auto& c : allow_ip_)
+    out.allow_ip.push_back(c.network.to_string() + "/" + std::to_string(c.prefix));
+  return out;
+}
+
+access_rules access_rules::from_spec(const proto::access_spec& spec) {
+  access_rules out;
+  auto bad = [](const char* what) {
+    return config_error(std::string("access rules from the agent: malformed ") + what);
+  };
+  for (const auto& b : spec.basic) {
+    basic_credential cred{b.user, b.secret, b.hashed};
+    if (!b.hashed) {
+      auto d = digest_from_hex(b.secret);
+      if (!d) throw bad("basic-auth digest");
+      cred.secret.assign(reinterpret_cast<const char*>(d->data()), d->size());
+    } else {
+      try {
+        check_hash(cred.secret, kind_of(cred.secret));
+      } catch (const std::exception&) {
+        throw bad("basic-auth hash");
+      }
+    }
+    if (cred.user.empty() || cred.user.find(':') != std::string::npos) throw bad("basic-auth user");
+    try {
+      out.add_basic(std::move(cred));
+    } catch (const std::invalid_argument&) {
+      throw bad("basic-auth entry");
+    }
+  }
+  for (const auto& t : spec.bearer_sha256) {
+    auto d = digest_from_hex(t);
+    if (!d) throw bad("bearer digest");
+    out.bearer_.push_back(*d);
+  }
+  for (const auto& h : spec.headers) {
+    auto d = digest_from_hex(h.value_sha256);
+    if (!d || h.name.empty() || !std::all_of(h.name.begin(), h.name.end(), is_token_char))
+      throw bad("required header");
+    out.header_rules_.push_back({h.name, *d});
+  }
+  for (const auto& c : spec.allow_ip) out.add_allow_ip(parse_cidr(c));
+  return out;
+}
+
 bool access_rules::empty() const {
   return basic_.empty() && bearer_.empty() && header_rules_.empty() && allow_ip_.empty();
 }

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "proto/control.hpp"
+
 namespace burrow::http {
 
 // Make with parse_basic_auth, which validates the hash.
@@ -86,6 +88,11 @@ class access_rules {
   void add_allow_ip(cidr network);
 
   bool empty() const;
+
+  // The rules as digests and hashes only, for an inspect-mode relay to enforce: to_spec() on the
+  // agent, from_spec() on the relay (throws config_error, naming no secret, on malformed input).
+  proto::access_spec to_spec() const;
+  static access_rules from_spec(const proto::access_spec& spec);
 
   enum class verdict { allow, need_basic, bad_bearer, forbidden_ip, forbidden_header };
 

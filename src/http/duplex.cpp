@@ -2,6 +2,7 @@
 #include "http/duplex.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -39,6 +40,34 @@ class tcp_duplex final : public duplex {
 
  private:
   asio::ip::tcp::socket& socket_;
+};
+
+class ssl_duplex final : public duplex {
+ public:
+  explicit ssl_duplex(asio::ssl::stream<asio::ip::tcp::socket>& s) : tls_(s) {}
+  asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
+    auto [e, n] = co_await tls_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
+    // A visitor that just closes TCP after its last request is common; it is the end, not an
+    // attack on a message (the HTTP framing says whether a message was cut short).
+    ec = e == asio::ssl::error::stream_truncated ? asio::error::eof : e;
+    co_return n;
+  }
+  asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
+    auto [e, n] = co_await asio::async_write(tls_, b, asio::as_tuple(asio::use_awaitable));
+    ec = e;
+  }
+  asio::awaitable<void> shutdown_send(error_code& ec) override {
+    tls_.next_layer().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    co_return;
+  }
+  void abort() override {
+    error_code ignored;
+    tls_.next_layer().set_option(asio::socket_base::linger(true, 0), ignored);
+    tls_.next_layer().close(ignored);
+  }
+
+ private:
+  asio::ssl::stream<asio::ip::tcp::socket>& tls_;
 };
 
 class tls_duplex final : public duplex {
@@ -89,6 +118,9 @@ class stream_duplex final : public duplex {
 
 std::unique_ptr<duplex> make_tcp_duplex(asio::ip::tcp::socket& socket) {
   return std::make_unique<tcp_duplex>(socket);
+}
+std::unique_ptr<duplex> make_ssl_duplex(asio::ssl::stream<asio::ip::tcp::socket>& tls) {
+  return std::make_unique<ssl_duplex>(tls);
 }
 std::unique_ptr<duplex> make_tls_duplex(e2ee::secure_stream& tls) {
   return std::make_unique<tls_duplex>(tls);

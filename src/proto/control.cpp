@@ -71,6 +71,33 @@ struct reader {
     if (!a || a->size() > max_services) ok = false;
     return ok ? a : nullptr;
   }
+  // An array of strings; any other element fails the whole message.
+  void strings(std::string_view key, std::vector<std::string>& out) {
+    auto* a = array(key);
+    if (!a) return;
+    for (auto& v : *a) {
+      auto* s = v.if_string();
+      if (!s || s->size() > max_string) {
+        ok = false;
+        return;
+      }
+      out.emplace_back(s->data(), s->size());
+    }
+  }
+  // A nested object, read by `read`; absent leaves `out` as it is.
+  template <class T, class Read>
+  void object(std::string_view key, T& out, Read read) {
+    auto* v = o.if_contains(key);
+    if (!v) return;
+    auto* sub_object = v->if_object();
+    if (!sub_object) {
+      ok = false;
+      return;
+    }
+    reader sub{*sub_object};
+    read(sub, out);
+    if (!sub.ok) ok = false;
+  }
   // An array of objects, each read into a T by `read`; any bad element fails the whole message.
   template <class T, class Read>
   void objects(std::string_view key, std::vector<T>& out, Read read) {
@@ -110,6 +137,21 @@ json::object encode_service(const service_spec& s) {
   if (!s.visitor_token_sha256.empty()) o["visitor_token_sha256"] = s.visitor_token_sha256;
   if (!s.mode.empty()) o["mode"] = s.mode;
   if (s.plain_http) o["plain_http"] = true;
+  if (!s.access.empty()) {
+    json::object a;
+    json::array basic, bearer, headers, allow;
+    for (auto& b : s.access.basic)
+      basic.push_back(json::object{{"user", b.user}, {"secret", b.secret}, {"hashed", b.hashed}});
+    for (auto& t : s.access.bearer_sha256) bearer.push_back(json::string(t));
+    for (auto& h : s.access.headers)
+      headers.push_back(json::object{{"name", h.name}, {"value_sha256", h.value_sha256}});
+    for (auto& c : s.access.allow_ip) allow.push_back(json::string(c));
+    a["basic"] = std::move(basic);
+    a["bearer_sha256"] = std::move(bearer);
+    a["headers"] = std::move(headers);
+    a["allow_ip"] = std::move(allow);
+    o["access"] = std::move(a);
+  }
   return o;
 }
 
@@ -228,6 +270,19 @@ control_decode decode_control(std::string_view text) {
       sr.str("visitor_token_sha256", s.visitor_token_sha256);
       sr.str("mode", s.mode);
       sr.boolean("plain_http", s.plain_http);
+      sr.object("access", s.access, [](reader& ar, access_spec& a) {
+        ar.objects("basic", a.basic, [](reader& br, access_spec::basic_entry& b) {
+          br.str("user", b.user);
+          br.str("secret", b.secret);
+          br.boolean("hashed", b.hashed);
+        });
+        ar.strings("bearer_sha256", a.bearer_sha256);
+        ar.objects("headers", a.headers, [](reader& hr, access_spec::header_entry& h) {
+          hr.str("name", h.name);
+          hr.str("value_sha256", h.value_sha256);
+        });
+        ar.strings("allow_ip", a.allow_ip);
+      });
     });
     if (r.ok) out.message = std::move(reg);
   } else if (type == "registered") {
@@ -257,16 +312,7 @@ control_decode decode_control(std::string_view text) {
     if (r.ok) out.message = std::move(c);
   } else if (type == "unregister") {
     unregister u;
-    if (auto* a = r.array("names")) {
-      for (auto& v : *a) {
-        auto* str = v.if_string();
-        if (!str || str->size() > max_string) {
-          r.ok = false;
-          break;
-        }
-        u.names.emplace_back(str->data(), str->size());
-      }
-    }
+    r.strings("names", u.names);
     if (r.ok) out.message = std::move(u);
   } else if (type == "error") {
     link_error e;

@@ -31,6 +31,27 @@ struct welcome {
   std::uint32_t ping_timeout_ms = 0;
 };
 
+// A share URL's access rules as an inspect-mode relay enforces them: digests and crypt hashes
+// only, never a password, token or header value in the clear.
+struct access_spec {
+  struct basic_entry {
+    std::string user;
+    std::string secret;  // hex SHA-256 of the password, or its crypt(3) hash when `hashed`
+    bool hashed = false;
+  };
+  struct header_entry {
+    std::string name;
+    std::string value_sha256;  // hex
+  };
+  std::vector<basic_entry> basic;
+  std::vector<std::string> bearer_sha256;  // hex, one per token
+  std::vector<header_entry> headers;
+  std::vector<std::string> allow_ip;  // CIDR text
+  bool empty() const {
+    return basic.empty() && bearer_sha256.empty() && headers.empty() && allow_ip.empty();
+  }
+};
+
 struct service_spec {
   std::string name;
   std::string kind = "tcp";
@@ -45,6 +66,7 @@ struct service_spec {
   // forwards plain requests instead of redirecting them to HTTPS.
   std::string mode = {};
   bool plain_http = false;
+  access_spec access = {};  // inspect mode: the rules the relay enforces
 };
 
 struct register_services {

@@ -11,7 +11,8 @@ namespace burrow::relay {
 name_registry::name_registry(std::chrono::milliseconds grace) : grace_(grace) {}
 
 proto::service_result name_registry::claim(const owner_id& owner, const proto::service_spec& spec,
-                                           const std::shared_ptr<link::link>& link) {
+                                           const std::shared_ptr<link::link>& link,
+                                           std::shared_ptr<const http::access_rules> rules) {
   proto::service_result r;
   r.name = spec.name;
   std::lock_guard lock(mutex_);
@@ -38,6 +39,7 @@ proto::service_result name_registry::claim(const owner_id& owner, const proto::s
   e.token_sha256 = spec.visitor_token_sha256;
   e.mode = spec.mode.empty() ? "blind" : spec.mode;
   e.plain_http = spec.plain_http;
+  e.rules = std::move(rules);
   bool attached = false;
   for (auto& w : e.links)
     if (w.lock() == link) attached = true;
@@ -85,6 +87,7 @@ name_registry::route name_registry::pick(const std::string& name, std::string_vi
   entry& e = it->second;
   out.mode = e.mode;
   out.plain_http = e.plain_http;
+  out.rules = e.rules;
   if (!e.token_sha256.empty()) {
     // Hashing first makes the comparison's length fixed: nothing leaks through timing.
     if (visitor_token.empty() || !constant_time_equal(hex(sha256(visitor_token)), e.token_sha256)) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "http/access_rules.hpp"
 #include "proto/control.hpp"
 #include "proto/frame.hpp"
 #include "relay/port_registry.hpp"
@@ -23,7 +24,8 @@ class name_registry {
   explicit name_registry(std::chrono::milliseconds grace);
 
   proto::service_result claim(const owner_id& owner, const proto::service_spec& spec,
-                              const std::shared_ptr<link::link>& link);
+                              const std::shared_ptr<link::link>& link,
+                              std::shared_ptr<const http::access_rules> rules = nullptr);
   // A link closed: its names keep working through other links of the same agent, or enter grace.
   void detach(const link::link* link);
 
@@ -36,6 +38,7 @@ class name_registry {
     std::string reason;
     std::string mode;  // share URLs: "blind", "inspect" or "passthrough"
     bool plain_http = false;
+    std::shared_ptr<const http::access_rules> rules;  // inspect mode: enforced by the relay
   };
   // `kind`: the service kind the visitor came for ("tcp" through connect, "http" by SNI).
   route pick(const std::string& name, std::string_view kind, std::string_view visitor_token,
@@ -58,6 +61,7 @@ class name_registry {
     std::string token_sha256;  // hex; empty: no visitor token asked
     std::string mode;
     bool plain_http = false;
+    std::shared_ptr<const http::access_rules> rules;
     std::vector<std::weak_ptr<link::link>> links;
     std::chrono::steady_clock::time_point grace_until{};
     std::size_t next = 0;

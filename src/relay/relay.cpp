@@ -383,13 +383,25 @@ proto::service_result relay::claim_share_url(const owner_id& owner, const proto:
     r.message = "a share URL's name is one DNS label: 1-63 lowercase letters, digits or '-'";
     return r;
   }
-  if (!spec.mode.empty() && spec.mode != "blind" && spec.mode != "passthrough") {
+  if (!spec.mode.empty() && spec.mode != "blind" && spec.mode != "passthrough" &&
+      spec.mode != "inspect") {
     r.code = "unsupported_mode";
-    r.message = "this relay serves share URLs in blind and passthrough modes, not '" +
+    r.message = "this relay serves share URLs in blind, inspect and passthrough modes, not '" +
                 spec.mode.substr(0, 32) + "'";
     return r;
   }
-  r = names_.claim(owner, spec, link);
+  std::shared_ptr<const http::access_rules> rules;
+  if (spec.mode == "inspect" && !spec.access.empty()) {
+    try {
+      rules =
+          std::make_shared<const http::access_rules>(http::access_rules::from_spec(spec.access));
+    } catch (const std::exception& e) {
+      r.code = "bad_rules";
+      r.message = e.what();
+      return r;
+    }
+  }
+  r = names_.claim(owner, spec, link, std::move(rules));
   if (r.ok)
     r.public_address = "https://" + spec.name + "." + config_.domain +
                        (https_port_ == 443 ? "" : ":" + std::to_string(https_port_));

@@ -74,6 +74,12 @@ class relay {
   boost::asio::awaitable<void> https_visitor(std::shared_ptr<link::link> link,
                                              boost::asio::ip::tcp::socket socket, std::string name,
                                              int attempt);
+  // Inspect mode: TLS ends here with the relay's *.DOMAIN certificate; each request is checked
+  // against the share URL's rules, logged, and forwarded as HTTP in a stream to the agent.
+  boost::asio::awaitable<void> inspect_visitor(std::shared_ptr<link::link> link,
+                                               boost::asio::ip::tcp::socket socket,
+                                               std::string name,
+                                               std::shared_ptr<const http::access_rules> rules);
   // Ends TLS with the relay's own certificate for the domain and answers with a small page.
   boost::asio::awaitable<void> error_page(boost::asio::ip::tcp::socket socket, int status,
                                           std::string message);

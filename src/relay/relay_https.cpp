@@ -13,7 +13,9 @@
 #include "core/acceptor.hpp"
 #include "core/deadline.hpp"
 #include "core/spawn.hpp"
+#include "http/duplex.hpp"
 #include "http/forward_head.hpp"
+#include "http/proxy.hpp"
 #include "link/stream.hpp"
 #include "proto/client_hello.hpp"
 #include "relay/relay.hpp"
@@ -166,6 +168,14 @@ asio::awaitable<void> relay::https_session(tcp::socket socket) {
     co_return;
   }
   auto l = std::move(route.link);
+  if (route.mode == "inspect") {
+    move_socket(std::move(socket), l->executor(),
+                [this, l, name, rules = route.rules](tcp::socket moved) {
+                  spawn_logged(l->executor(), inspect_visitor(l, std::move(moved), name, rules),
+                               "inspect visitor");
+                });
+    co_return;
+  }
   move_socket(std::move(socket), l->executor(), [this, l, name](tcp::socket moved) {
     spawn_logged(l->executor(), https_visitor(l, std::move(moved), name, 0), "https visitor");
   });
@@ -195,6 +205,51 @@ asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::s
     co_return;
   }
   co_await s->pump(socket);
+}
+
+asio::awaitable<void> relay::inspect_visitor(std::shared_ptr<link::link> l, tcp::socket socket,
+                                             std::string name,
+                                             std::shared_ptr<const http::access_rules> rules) {
+  counted in_flight(active_streams_);
+  boost::system::error_code ec;
+  auto local = socket.local_endpoint(ec);
+  auto meta = visitor_metadata(socket, name, ec ? 0 : local.port());
+  if (!meta) co_return;
+  meta->scheme = "https";
+  asio::ssl::stream<tcp::socket> tls(std::move(socket), domain_tls_);
+  auto shaking = tls_server_handshake(tls);
+  auto shaken = co_await with_deadline(std::move(shaking), config_.handshake_timeout);
+  if (!shaken || *shaken) co_return;
+  auto s = l->open_stream(*meta);
+  if (!s) {
+    auto answering = answer(tls, http::page_response(502, "tunnel " + name + " is busy"));
+    co_await with_deadline(std::move(answering), config_.handshake_timeout);
+    co_return;
+  }
+  auto visitor = http::make_ssl_duplex(tls);
+  auto upstream = http::make_stream_duplex(s);
+  http::proxy_options options;
+  std::string host = name + "." + config_.domain;
+  options.forwarded = {meta->visitor_address, "https", host};
+  boost::system::error_code bad;
+  auto visitor_ip = asio::ip::make_address(meta->visitor_address, bad);
+  std::string who = meta->visitor_address;
+  options.screen = [rules, visitor_ip, host, name, who](const http::request_head& head) {
+    if (!rules) return std::string();
+    auto verdict = rules->check(head, visitor_ip);
+    if (verdict == http::access_rules::verdict::allow) return std::string();
+    spdlog::info("inspect {}: {} {} {} refused: {}", name, who, std::string(head.method_string()),
+                 std::string(head.target()).substr(0, 200), http::describe(verdict));
+    return http::refusal_response(verdict, host);
+  };
+  options.on_response = [name, who](const http::request_head& head, unsigned status) {
+    spdlog::info("inspect {}: {} {} {} {}", name, who, std::string(head.method_string()),
+                 std::string(head.target()).substr(0, 200), status);
+  };
+  auto proxying = http::proxy(*visitor, *upstream, std::move(options));
+  auto result = co_await std::move(proxying);
+  if (!result.error.empty()) spdlog::debug("inspect {}: visitor {}: {}", name, who, result.error);
+  s->finish();
 }
 
 asio::awaitable<void> relay::error_page(tcp::socket socket, int status, std::string message) {

@@ -5,13 +5,14 @@
 #include <random>
 #include <string_view>
 
-#include "e2e/tunnel_fixture.hpp"
+#include "e2e/share_url_fixture.hpp"
 #include "harness/capture.hpp"
+#include "harness/http_service.hpp"
 
 namespace burrow::test {
 namespace {
 
-class Capture : public tunnel_test {
+class Capture : public share_url_test {
  protected:
   std::filesystem::path keylog() const { return dir_ / "relay.keys"; }
 
@@ -112,6 +113,61 @@ TEST_F(Capture, EndToEndTheRelayNeverReadsTheMarker) {
       << relay_reads.size() << " bytes decrypted with " << keylog();
   EXPECT_EQ(occurrences(relay_reads, marker), 0u)
       << "the relay must see only the end-to-end session's ciphertext";
+}
+
+// Share URLs: the marker travels in a request's path and body and comes back in the response.
+// Blind: TLS ends at the agent, so the relay's own keys decrypt its links (the name it routes by
+// is there) but never the marker. Inspect: the relay ends TLS itself and reads the marker: the
+// same test, able to fail.
+class CaptureShareUrl : public Capture {
+ protected:
+  struct seen {
+    std::string on_wire;
+    std::string relay_reads;
+    std::string marker;
+  };
+  seen capture_share_url(const std::string& name, const std::string& mode) {
+    http_service service;
+    auto relay = start_relay_with_keylog();
+    EXPECT_NE(relay.https_port, 0);
+    capture wire(dir_ / "relay.pcap", {relay.agent_port, relay.https_port});
+    std::uint16_t port = 0;
+    auto agent = start_http_agent(relay, service.port(), name, port, mode);
+    seen out;
+    out.marker = random_marker();
+    std::string ca = mode == "blind" ? (dir_ / "agent" / "relay-ca.pem").string()
+                                     : (state_dir_ / "ca.pem").string();
+    for (int i = 0; i < 2; ++i) {
+      auto reply = curl(name + ".burrow.localhost", port, {"--cacert", ca, "--data", out.marker},
+                        "/echo?" + out.marker);
+      EXPECT_TRUE(reply);
+      if (reply) {
+        EXPECT_NE(reply->find(out.marker), std::string::npos) << *reply;
+      }
+    }
+    wire.stop();
+    out.on_wire = raw_bytes(wire.file(), {relay.agent_port, relay.https_port});
+    out.relay_reads = decrypted_bytes(wire.file(), keylog(), {relay.agent_port, relay.https_port});
+    return out;
+  }
+};
+
+TEST_F(CaptureShareUrl, BlindTheRelayNeverReadsTheMarker) {
+  auto s = capture_share_url("capblind", "blind");
+  ASSERT_FALSE(s.on_wire.empty());
+  EXPECT_EQ(occurrences(s.on_wire, s.marker), 0u);
+  EXPECT_GE(occurrences(s.relay_reads, "capblind"), 1u)
+      << s.relay_reads.size() << " bytes decrypted with " << keylog();
+  EXPECT_EQ(occurrences(s.relay_reads, s.marker), 0u)
+      << "the relay must see only the visitor's TLS, ended at the agent";
+}
+
+TEST_F(CaptureShareUrl, InspectTheRelayReadsTheMarker) {
+  auto s = capture_share_url("capinspect", "inspect");
+  ASSERT_FALSE(s.on_wire.empty());
+  EXPECT_EQ(occurrences(s.on_wire, s.marker), 0u) << "both legs are TLS on the wire";
+  EXPECT_GE(occurrences(s.relay_reads, s.marker), 4u)
+      << "inspect mode ends TLS at the relay; " << s.relay_reads.size() << " bytes decrypted";
 }
 
 }  // namespace

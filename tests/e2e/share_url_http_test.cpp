@@ -229,5 +229,40 @@ TEST_F(share_http_test, IdleAndFixedExpiryReleaseTheName) {
   EXPECT_EQ(fixed->wait_exit(15s), 0);
 }
 
+TEST_F(share_http_test, InspectModeChecksAndLogsEachRequestAtTheRelay) {
+  auto relay = start_relay();
+  http_service service;
+  std::uint16_t port = 0;
+  auto agent = start_http_agent(relay, service.port(), "insp", port, "inspect",
+                                {"--bearer", "tok-987654", "--require-header", "X-Team: blue"});
+  ASSERT_NE(port, 0);
+  // Visitors trust the relay's own certificate: TLS ends there.
+  std::vector<std::string> tls{"--cacert", (state_dir_ / "ca.pem").string()};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), tls.begin(), tls.end());
+    return extra;
+  };
+  EXPECT_EQ(status("insp", port, with({"-H", "X-Team: blue"})), "401");
+  EXPECT_EQ(status("insp", port, with({"-H", "Authorization: Bearer tok-987654"})), "403");
+  EXPECT_EQ(
+      status("insp", port, with({"-H", "Authorization: Bearer tok-987654", "-H", "X-Team: blue"})),
+      "200");
+  auto seen = service.last_headers();
+  EXPECT_EQ(seen["x-forwarded-proto"], "https");
+  EXPECT_EQ(seen["x-forwarded-for"], "127.0.0.1");
+  // The relay logged every request, the refused ones with the reason, and no credential.
+  EXPECT_TRUE(
+      relay.proc->wait_for_line(std::regex("inspect insp: 127\\.0\\.0\\.1 GET /headers 200"), 5s))
+      << relay.proc->output();
+  EXPECT_TRUE(relay.proc->wait_for_line(std::regex("refused: missing or wrong bearer token"), 5s));
+  auto relay_log = relay.proc->output();
+  EXPECT_EQ(relay_log.find("tok-987654"), std::string::npos);
+  EXPECT_EQ(relay_log.find("blue"), std::string::npos);
+  // Upgrades pass in inspect mode too.
+  auto ca = (state_dir_ / "ca.pem").string();
+  EXPECT_THROW(ws_echo_over_tls(port, "insp.burrow.localhost", ca, {"x"}, 10s),
+               std::runtime_error);  // no token: refused before the upgrade
+}
+
 }  // namespace
 }  // namespace burrow::test

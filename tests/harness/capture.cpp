@@ -213,7 +213,7 @@ void capture::sync(clock::time_point until) {
 std::string raw_bytes(const fs::path& pcap, const std::vector<std::uint16_t>& ports) {
   std::vector<std::string> args{"-n",         "-r", pcap.string(), "-T", "fields",     "-e",
                                 "tcp.stream", "-e", "tcp.srcport", "-e", "tcp.payload"};
-  if (!ports.empty()) args.insert(args.end(), {"-Y", "tcp.port in {" + join(ports, " ") + "}"});
+  if (!ports.empty()) args.insert(args.end(), {"-Y", "tcp.port in {" + join(ports, ", ") + "}"});
   // One line per frame, "stream<TAB>source port<TAB>hex payload"; the payload is empty for a bare
   // ACK and all three are for the probe datagrams.
   std::vector<std::string> runs;  // one per direction of a stream, in order of first appearance
@@ -243,8 +243,8 @@ std::string decrypted_bytes(const fs::path& pcap, const fs::path& keylog,
     args.insert(args.end(), {"-d", "tcp.port==" + std::to_string(p) + ",tls"});
 
   auto list = args;
-  list.insert(list.end(), {"-Y", "tcp.port in {" + join(tls_ports, " ") + "}", "-T", "fields", "-e",
-                           "tcp.stream"});
+  list.insert(list.end(), {"-Y", "tcp.port in {" + join(tls_ports, ", ") + "}", "-T", "fields",
+                           "-e", "tcp.stream"});
   std::set<unsigned long> streams;
   for (const auto& line : lines_of(run_tshark(pcap, list))) {
     if (line.empty() ||

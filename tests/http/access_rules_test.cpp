@@ -661,5 +661,49 @@ TEST(AccessRulesResponse, DescriptionsAreDistinct) {
   EXPECT_EQ(describe(verdict::forbidden_ip), "address not allowed");
 }
 
+TEST(AccessRulesSpec, TheRelaysCopyDecidesAlikeAndHoldsNoSecret) {
+  access_rules rules;
+  rules.add_basic(parse_basic_auth("alice:wonderland"));
+  rules.add_basic(parse_basic_auth("bob:" + make_hash("$6$", 1000, "hashed")));
+  rules.add_bearer("tok-abcdef");
+  rules.add_header(parse_required_header("X-Team: blue"));
+  rules.add_allow_ip(parse_cidr("203.0.113.0/24"));
+  rules.add_allow_ip(parse_cidr("2001:db8::/32"));
+  auto spec = rules.to_spec();
+  std::string text;
+  for (auto& b : spec.basic) text += b.user + b.secret;
+  for (auto& t : spec.bearer_sha256) text += t;
+  for (auto& h : spec.headers) text += h.name + h.value_sha256;
+  for (const char* secret : {"wonderland", "tok-abcdef", "blue"})
+    EXPECT_EQ(text.find(secret), std::string::npos) << secret;
+  auto copy = access_rules::from_spec(spec);
+  auto request = [](std::string authorization, bool team) {
+    bhttp::fields f;
+    if (!authorization.empty()) f.set(bhttp::field::authorization, authorization);
+    if (team) f.set("X-Team", "blue");
+    return f;
+  };
+  for (auto f : {request(basic("alice", "wonderland"), true), request(basic("bob", "hashed"), true),
+                 request("Bearer tok-abcdef", true), request("Bearer tok-abcdef", false),
+                 request(basic("alice", "nope"), true), request("", true)}) {
+    EXPECT_EQ(copy.check(f, visitor), rules.check(f, visitor));
+    EXPECT_EQ(copy.check(f, addr("198.51.100.1")), verdict::forbidden_ip);
+    EXPECT_EQ(copy.check(f, addr("2001:db8::1")), rules.check(f, addr("2001:db8::1")));
+  }
+  // Malformed specs are refused, naming nothing secret.
+  auto broken = spec;
+  broken.bearer_sha256[0] = "zz";
+  EXPECT_THROW(access_rules::from_spec(broken), config_error);
+  broken = spec;
+  broken.basic[1].secret = "$6$bad";
+  EXPECT_THROW(access_rules::from_spec(broken), config_error);
+  broken = spec;
+  broken.headers[0].name = "X Team";
+  EXPECT_THROW(access_rules::from_spec(broken), config_error);
+  broken = spec;
+  broken.allow_ip[0] = "not-an-address";
+  EXPECT_THROW(access_rules::from_spec(broken), config_error);
+}
+
 }  // namespace
 }  // namespace burrow::http

@@ -74,6 +74,22 @@ TEST(Control, ShareUrlMessagesRoundTrip) {
   EXPECT_FALSE(decode_control("{\"type\":\"unregister\",\"names\":[1]}").message);
   EXPECT_FALSE(decode_control("{\"type\":\"cert_request\",\"csr\":7}").message);
 
+  service_spec inspected{"insp", "http", 0, false, {}};
+  inspected.mode = "inspect";
+  inspected.access.basic.push_back({"alice", std::string(64, 'b'), false});
+  inspected.access.bearer_sha256.push_back(std::string(64, 'c'));
+  inspected.access.headers.push_back({"X-Team", std::string(64, 'd')});
+  inspected.access.allow_ip.push_back("10.0.0.0/8");
+  auto back = round_trip(register_services{{inspected}});
+  ASSERT_EQ(back.services.size(), 1u);
+  EXPECT_EQ(back.services[0].access.basic.at(0).user, "alice");
+  EXPECT_EQ(back.services[0].access.bearer_sha256.at(0), std::string(64, 'c'));
+  EXPECT_EQ(back.services[0].access.headers.at(0).name, "X-Team");
+  EXPECT_EQ(back.services[0].access.allow_ip.at(0), "10.0.0.0/8");
+  EXPECT_FALSE(
+      decode_control("{\"type\":\"register\",\"services\":[{\"access\":{\"allow_ip\":[1]}}]}")
+          .message);
+
   open_metadata m{"web", "1.2.3.4", 5, "", 0};
   m.scheme = "http";
   auto open = decode_open(encode_open(m));
