@@ -163,6 +163,74 @@ TEST_F(passthrough_test, ClientHelloSplitOverSegmentsIsRoutedWhole) {
   EXPECT_EQ(service.received_prefixes().front(), hello);
 }
 
+// The same hello cut into two TLS records (handshake fragmentation), the second held back.
+TEST_F(passthrough_test, ClientHelloSplitOverTlsRecordsIsRoutedWhole) {
+  auto relay = start_relay();
+  ASSERT_NE(relay.https_port, 0);
+  std::string hello = client_hello_for("records.burrow.localhost");
+  ASSERT_GT(hello.size(), 100u);
+  std::string body = hello.substr(5);
+  auto record = [&](std::string_view fragment) {
+    std::string r = hello.substr(0, 3);
+    r += static_cast<char>(fragment.size() >> 8);
+    r += static_cast<char>(fragment.size() & 0xff);
+    r += fragment;
+    return r;
+  };
+  std::string first = record(std::string_view(body).substr(0, 30));
+  std::string second = record(std::string_view(body).substr(30));
+  tcp_server service(
+      tcp_server_options{.mode = server_mode::echo, .record_prefix = first.size() + second.size()});
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, service.port(), "records", share_port);
+  int fd = connect_tcp(share_port, 5s);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(write_all(fd, first, 5s));
+  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(write_all(fd, second, 5s));
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until &&
+         (service.received_prefixes().empty() ||
+          service.received_prefixes().front().size() < first.size() + second.size()))
+    std::this_thread::sleep_for(20ms);
+  ::close(fd);
+  ASSERT_FALSE(service.received_prefixes().empty());
+  EXPECT_EQ(service.received_prefixes().front(), first + second);
+}
+
+// A hello that does not fit the relay's 64 KiB bound is refused, and the relay goes on serving.
+TEST_F(passthrough_test, OversizedClientHelloIsRefused) {
+  auto relay = start_relay();
+  ASSERT_NE(relay.https_port, 0);
+  tcp_server service(tcp_server_options{.mode = server_mode::echo, .record_prefix = 16});
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, service.port(), "huge", share_port);
+  std::string hello = client_hello_for("huge.burrow.localhost");
+  // Records of 16 KiB each that only ever announce more handshake bytes to come.
+  std::string body = hello.substr(5);
+  std::uint32_t claimed = 0x100000;  // the handshake message says it is 1 MiB long
+  body[1] = static_cast<char>(claimed >> 16);
+  body[2] = static_cast<char>((claimed >> 8) & 0xff);
+  body[3] = static_cast<char>(claimed & 0xff);
+  body.resize(5 * 16384, 'x');
+  int fd = connect_tcp(share_port, 5s);
+  ASSERT_GE(fd, 0);
+  for (std::size_t at = 0; at < body.size(); at += 16384) {
+    std::string r = hello.substr(0, 3);
+    r += static_cast<char>(0x40);
+    r += static_cast<char>(0x00);
+    r += body.substr(at, 16384);
+    if (!write_all(fd, r, 5s)) break;  // the relay may close before it has all of it
+  }
+  EXPECT_TRUE(closed_by_peer(fd, 5s));
+  ::close(fd);
+  EXPECT_TRUE(service.received_prefixes().empty());
+  auto still = curl("nope.burrow.localhost", relay.https_port,
+                    {"--cacert", (state_dir_ / "ca.pem").string()});
+  ASSERT_TRUE(still);
+  EXPECT_NE(still->find("status=404"), std::string::npos);
+}
+
 TEST_F(passthrough_test, GarbageAndSilenceOnTheHttpsPortLeaveTheRelayServing) {
   auto relay = start_relay({"--handshake-timeout", "1s"});
   ASSERT_NE(relay.https_port, 0);
