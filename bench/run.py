@@ -28,6 +28,7 @@ import shlex
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -41,6 +42,8 @@ LOOPBACK = "127.0.0.1"
 READY_TIMEOUT = 10.0  # seconds to wait for any process to become ready
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+SHARE_DOMAIN = "burrow.localhost"  # the relay's default --domain for HTTPS share URLs
+SHARE_NAME = "bench"  # the HTTPS modes' share URL: https://bench.burrow.localhost:PORT
 
 
 def log(msg: str) -> None:
@@ -302,12 +305,30 @@ def wait_listening(port: int, what: str, timeout: float = READY_TIMEOUT,
     raise BenchError(f"{what}: nothing listening on {LOOPBACK}:{port} after {timeout:.0f} s")
 
 
-def http_get_ok(port: int, path: str, timeout: float = 2.0) -> bool:
-    """One HTTP/1.0 GET; True if the status is 200 and the whole body arrives."""
+def _connect(port: int, timeout: float, tls: bool, sni: str | None) -> socket.socket:
+    """A connection to 127.0.0.1:port; with tls, a TLS client (SNI sni, no certificate
+    checks: the load generator does not check either)."""
+    s = socket.create_connection((LOOPBACK, port), timeout=timeout)
+    if not tls:
+        return s
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
     try:
-        with socket.create_connection((LOOPBACK, port), timeout=timeout) as s:
+        return ctx.wrap_socket(s, server_hostname=sni)
+    except BaseException:
+        s.close()
+        raise
+
+
+def http_get_ok(port: int, path: str, timeout: float = 2.0, tls: bool = False,
+                sni: str | None = None) -> bool:
+    """One HTTP/1.0 GET (over TLS with tls); True if the status is 200 and the whole body
+    arrives."""
+    try:
+        with _connect(port, timeout, tls, sni) as s:
             s.settimeout(timeout)
-            s.sendall(f"GET {path} HTTP/1.0\r\nHost: bench\r\n\r\n".encode())
+            s.sendall(f"GET {path} HTTP/1.0\r\nHost: {sni or 'bench'}\r\n\r\n".encode())
             data = b""
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and len(data) < 4 << 20:
@@ -324,14 +345,38 @@ def http_get_ok(port: int, path: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def wait_http(port: int, path: str, what: str, timeout: float = READY_TIMEOUT) -> None:
+def wait_http(port: int, path: str, what: str, timeout: float = READY_TIMEOUT,
+              tls: bool = False, sni: str | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if http_get_ok(port, path, timeout=max(0.2, min(2.0, deadline - time.monotonic()))):
+        if http_get_ok(port, path, timeout=max(0.2, min(2.0, deadline - time.monotonic())),
+                       tls=tls, sni=sni):
             return
         time.sleep(0.1)
     raise BenchError(f"{what}: GET {path} via {LOOPBACK}:{port} did not succeed "
                      f"within {timeout:.0f} s")
+
+
+def fill_template(name: str, values: dict[str, str]) -> str:
+    """bench/NAME with every @KEY@ replaced; raises if a placeholder is left."""
+    text = (HERE / name).read_text()
+    for k, v in values.items():
+        text = text.replace(f"@{k}@", v)
+    if "@" in re.sub(r"#.*", "", text):
+        raise BenchError(f"unfilled placeholder left in {name}")
+    return text
+
+
+def self_signed_cert(cert: Path, key: Path, name: str) -> None:
+    """A self-signed ECDSA P-256 certificate for name (the key type burrow's relay CA uses
+    for share URLs), made with the openssl CLI."""
+    argv = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-days", "2", "-subj", f"/CN={name}", "-addext",
+            f"subjectAltName=DNS:{name}", "-keyout", str(key), "-out", str(cert)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        raise BenchError(f"openssl req exited {r.returncode}:\n{r.stderr[-1500:]}")
 
 
 def _all_stats() -> dict[int, tuple[int, int, int]]:
@@ -438,15 +483,17 @@ def cpu_model() -> str:
 
 class Targets:
     def __init__(self, procs: Procs, tmp: Path, load_cpu: int, nofile: int,
-                 want_http: bool, want_iperf: bool):
+                 want_http: bool, want_iperf: bool, want_tls: bool = False):
         self.procs = procs
         self.tmp = tmp
         self.load_cpu = load_cpu
         self.nofile = nofile
         self.want_http = want_http
         self.want_iperf = want_iperf
+        self.want_tls = want_tls  # also a TLS server block in nginx (HTTPS modes)
         self.nginx: Proc | None = None
         self.nginx_port = 0
+        self.nginx_tls_port = 0
         self.iperf: Proc | None = None
         self.iperf_port = 0
 
@@ -465,12 +512,10 @@ class Targets:
         (root / "1k.bin").write_bytes(os.urandom(1024))
         (root / "1m.bin").write_bytes(os.urandom(1 << 20))
         self.nginx_port = free_port()
-        conf = (HERE / "nginx.conf.in").read_text()
-        for k, v in {"PREFIX": str(prefix), "ROOT": str(root), "PORT": str(self.nginx_port),
-                     "NOFILE": str(self.nofile)}.items():
-            conf = conf.replace(f"@{k}@", v)
-        if "@" in re.sub(r"#.*", "", conf):
-            raise BenchError("unfilled placeholder left in nginx.conf.in")
+        (prefix / "tls-server.conf").write_text(self._tls_server(prefix, root))
+        conf = fill_template("nginx.conf.in", {
+            "PREFIX": str(prefix), "ROOT": str(root), "PORT": str(self.nginx_port),
+            "NOFILE": str(self.nofile)})
         conf_path = prefix / "nginx.conf"
         conf_path.write_text(conf)
         self.nginx = self.procs.start(
@@ -479,6 +524,21 @@ class Targets:
         wait_listening(self.nginx_port, "nginx", proc=self.nginx)
         wait_http(self.nginx_port, "/1k.bin", "nginx")
         log(f"nginx on {LOOPBACK}:{self.nginx_port} (pid {self.nginx.pid})")
+        if self.want_tls:
+            wait_listening(self.nginx_tls_port, "nginx (TLS)", proc=self.nginx)
+            wait_http(self.nginx_tls_port, "/1k.bin", "nginx (TLS)", tls=True)
+            log(f"nginx TLS on {LOOPBACK}:{self.nginx_tls_port}")
+
+    def _tls_server(self, prefix: Path, root: Path) -> str:
+        """The TLS server block for nginx (or nothing), with a fresh self-signed cert."""
+        if not self.want_tls:
+            return "# no HTTPS mode selected\n"
+        cert, key = prefix / "tls.crt", prefix / "tls.key"
+        self_signed_cert(cert, key, "*." + SHARE_DOMAIN)
+        self.nginx_tls_port = free_port()
+        return fill_template("nginx-tls.conf.in", {
+            "TLS_PORT": str(self.nginx_tls_port), "ROOT": str(root), "CERT": str(cert),
+            "KEY": str(key)})
 
     def start_iperf(self) -> None:
         self.iperf = self.procs.start(
@@ -517,12 +577,25 @@ class Mode:
     # targets as ratios to that mode.
     compare_to: str | None = None
     targets_vs: dict[str, tuple[str, object]] = {}
+    http_only = False  # True: only the wrk columns (bulk TCP shows n/a)
+    tls = False  # True: the load speaks HTTPS
+    tls_target = False  # True: the mode reaches nginx's TLS server, not its plain one
 
     def __init__(self, ctx: "Context"):
         self.ctx = ctx
+        self.sni: str | None = None  # host name in the URL (TLS SNI, Host), if not 127.0.0.1
 
     def describe(self) -> str:
         return self.description
+
+    def runs(self, column: str) -> bool:
+        return not self.http_only or COLUMNS[column]["kind"] == "wrk"
+
+    def http_target(self, t: "Targets") -> int:
+        return t.nginx_tls_port if self.tls_target else t.nginx_port
+
+    def url(self, port: int, path: str) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.sni or LOOPBACK}:{port}/{path}"
 
     def setup(self) -> None:
         pass
@@ -549,6 +622,16 @@ class DirectMode(Mode):
 
     def start(self, target_port: int) -> int:
         return target_port
+
+
+class HttpsDirectMode(DirectMode):
+    name = "https-direct"
+    description = ("wrk over HTTPS straight to nginx's TLS server (TLS 1.3, self-signed "
+                   "ECDSA P-256): what TLS itself costs; HTTP only")
+    http_only = True
+    tls = True
+    tls_target = True
+    compare_to = "direct"
 
 
 class SocatMode(Mode):
@@ -636,7 +719,7 @@ class BurrowMode(Mode):
         if not binary:
             raise BenchError("burrow mode needs --burrow PATH")
         self._n += 1
-        base = self.ctx.tmp / f"burrow-{self._n}"
+        base = self.base_dir()
         state = base / "state"
         base.mkdir(parents=True, exist_ok=True)
         argv = [binary, "relay", "--state-dir", str(state), "--listen", f"{LOOPBACK}:0",
@@ -657,15 +740,25 @@ class BurrowMode(Mode):
         self.token = token_file.read_text().strip()
         wait_listening(self.relay_port, "burrow relay", proc=self.relay)
 
-    def start(self, target_port: int) -> int:
+    def start_agent(self, target_port: int, *args: str) -> Proc:
+        """`burrow ARGS... --relay ... --token ... --relay-pin ...` on the tunnel CPU."""
         assert self.relay is not None
-        argv = [self.ctx.args.burrow, "tcp", str(target_port), "--no-e2ee",
-                "--relay", f"{LOOPBACK}:{self.relay_port}", "--token", self.token,
-                "--relay-pin", self.fingerprint]
+        argv = [self.ctx.args.burrow, *args, "--relay", f"{LOOPBACK}:{self.relay_port}",
+                "--token", self.token, "--relay-pin", self.fingerprint]
         argv += shlex.split(self.ctx.args.burrow_agent_args or "")
-        a = self.ctx.procs.start(f"burrow-agent-{target_port}", argv,
-                                 self.ctx.args.tunnel_cpu)
+        a = self.ctx.procs.start(f"burrow-agent-{target_port}", argv, self.ctx.args.tunnel_cpu)
         self.agents.append(a)
+        return a
+
+    def agent_state(self, target_port: int) -> Path:
+        return self.base_dir() / f"agent-{target_port}"
+
+    def base_dir(self) -> Path:
+        """This mode's directory for this round: no state shared between modes or rounds."""
+        return self.ctx.tmp / f"{self.name}-{self._n}"
+
+    def start(self, target_port: int) -> int:
+        a = self.start_agent(target_port, "tcp", str(target_port), "--no-e2ee")
         port = int(a.wait_for(self.RX_PUBLIC).group(1))
         wait_listening(port, "burrow public port", proc=self.relay)
         return port
@@ -704,14 +797,8 @@ class BurrowE2eeMode(BurrowMode):
     RX_LISTEN = r"listening on 127\.0\.0\.1:(\d+) for "
 
     def start(self, target_port: int) -> int:
-        assert self.relay is not None
-        state = self.ctx.tmp / f"burrow-{self._n}" / f"agent-{target_port}"
-        argv = [self.ctx.args.burrow, "tcp", str(target_port), "--state-dir", str(state),
-                "--relay", f"{LOOPBACK}:{self.relay_port}", "--token", self.token,
-                "--relay-pin", self.fingerprint]
-        argv += shlex.split(self.ctx.args.burrow_agent_args or "")
-        a = self.ctx.procs.start(f"burrow-agent-{target_port}", argv, self.ctx.args.tunnel_cpu)
-        self.agents.append(a)
+        a = self.start_agent(target_port, "tcp", str(target_port), "--state-dir",
+                             str(self.agent_state(target_port)))
         m = a.wait_for(self.RX_E2EE)
         argv = [self.ctx.args.burrow, "connect", m.group(1), "--relay",
                 f"{LOOPBACK}:{self.relay_port}", "--relay-pin", self.fingerprint,
@@ -734,8 +821,53 @@ class BurrowE2eeNoResumeMode(BurrowE2eeMode):
     targets_vs: dict = {}
 
 
-MODES: dict[str, type[Mode]] = {m.name: m for m in (DirectMode, SocatMode, BurrowMode,
-                                                    BurrowE2eeMode, BurrowE2eeNoResumeMode)}
+class BurrowHttpsBlindMode(BurrowMode):
+    """burrow relay + `burrow http` agent: an HTTPS share URL whose TLS ends at the agent."""
+
+    name = "burrow-https-blind"
+    description = ("burrow relay + `burrow http --mode blind` agent: wrk speaks HTTPS to the "
+                   f"relay's HTTPS listener with SNI {SHARE_NAME}.{SHARE_DOMAIN}, TLS 1.3 ends at "
+                   "the agent (certificate from the relay's CA) and the agent speaks HTTP/1.1 "
+                   "to nginx; HTTP only")
+    share_mode = "blind"
+    http_only = True
+    tls = True
+    targets: dict = {}
+    compare_to = "burrow"
+    # The HTTPS share URL issue, as ratios to the plain TCP tunnel in the same round.
+    targets_vs = {
+        "http1k_c50.rps": _at_least(0.9),
+        "http1k_c50_close.rps": ("report", None),
+    }
+    RX_SHARE = r"is public at https://([^:/\s]+):(\d+)"
+
+    def start(self, target_port: int) -> int:
+        a = self.start_agent(target_port, "http", str(target_port), "--name", SHARE_NAME,
+                             "--mode", self.share_mode, "--state-dir",
+                             str(self.agent_state(target_port)))
+        m = a.wait_for(self.RX_SHARE)
+        self.sni = m.group(1)
+        port = int(m.group(2))
+        wait_listening(port, "burrow HTTPS listener", proc=self.relay)
+        return port
+
+
+class BurrowHttpsPassthroughMode(BurrowHttpsBlindMode):
+    """As burrow-https-blind, but the agent passes the TLS bytes on to nginx's TLS server."""
+
+    name = "burrow-https-passthrough"
+    description = ("burrow relay + `burrow http --mode passthrough` agent: wrk speaks HTTPS "
+                   "to the relay's HTTPS listener, which routes by SNI; the agent passes the "
+                   "TLS bytes on to nginx's TLS server (TLS ends at nginx, on the load CPU); "
+                   "HTTP only")
+    share_mode = "passthrough"
+    tls_target = True
+    targets_vs: dict = {}
+
+
+MODES: dict[str, type[Mode]] = {m.name: m for m in (
+    DirectMode, HttpsDirectMode, SocatMode, BurrowMode, BurrowE2eeMode, BurrowE2eeNoResumeMode,
+    BurrowHttpsBlindMode, BurrowHttpsPassthroughMode)}
 
 
 # --------------------------------------------------------------------------
@@ -779,21 +911,22 @@ def parse_wrk(out: str) -> dict:
     return res
 
 
-def run_wrk(ctx: "Context", col: dict, port: int) -> dict:
+def run_wrk(ctx: "Context", mode: Mode, col: dict, port: int) -> dict:
     a = ctx.args
-    url = f"http://{LOOPBACK}:{port}/{col['file']}"
     argv = ["wrk", "-t", str(col["threads"]), "-c", str(col["conns"]), "-d", f"{a.duration}s",
             "--latency"]
     if col["close"]:
         argv += ["-H", "Connection: close"]
-    argv.append(url)
+    if mode.sni:  # a name that does not resolve: connect to 127.0.0.1 anyway
+        argv += ["-s", str(HERE / "wrk-loopback.lua")]
+    argv.append(mode.url(port, col["file"]))
     rc, out = ctx.procs.run("wrk", argv, a.load_cpu, timeout=a.duration + 60)
     if rc != 0:
         raise BenchError(f"wrk exited {rc}:\n{out[-2000:]}")
     return parse_wrk(out)
 
 
-def run_iperf(ctx: "Context", col: dict, port: int) -> dict:
+def run_iperf(ctx: "Context", mode: Mode, col: dict, port: int) -> dict:
     a = ctx.args
     argv = ["iperf3", "-c", LOOPBACK, "-p", str(port), "-t", str(a.iperf_time),
             "-P", str(col["streams"]), "-J"]
@@ -834,6 +967,10 @@ def run_mode_round(ctx: Context, mode: Mode, columns: list[str]) -> dict:
     assert t is not None
     out: dict = {"metrics": {}, "columns": {}, "errors": []}
     metrics = out["metrics"]
+    skipped = [c for c in columns if not mode.runs(c)]
+    if skipped:
+        log(f"  {mode.name}: skipping {', '.join(skipped)} (HTTP only)")
+        columns = [c for c in columns if mode.runs(c)]
     need_http = any(COLUMNS[c]["kind"] == "wrk" for c in columns)
     need_iperf = any(COLUMNS[c]["kind"] == "iperf" for c in columns)
     try:
@@ -848,7 +985,7 @@ def run_mode_round(ctx: Context, mode: Mode, columns: list[str]) -> dict:
             anon = proc_status_kib(mpid, "RssAnon")
             if anon is not None:
                 metrics["rss_empty_anon_mib"] = anon / 1024
-        http_port = mode.start(t.nginx_port) if need_http else 0
+        http_port = mode.start(mode.http_target(t)) if need_http else 0
         iperf_port = mode.start(t.iperf_port) if need_iperf else 0
         out["registered_s"] = round(time.monotonic() - t0, 3)
         # Idle memory: tunnels registered, no visitor connection yet.
@@ -862,14 +999,15 @@ def run_mode_round(ctx: Context, mode: Mode, columns: list[str]) -> dict:
             if anon is not None:
                 metrics["rss_idle_anon_mib"] = anon / 1024
         if need_http:
-            wait_http(http_port, "/1k.bin", f"{mode.name} -> nginx")
+            wait_http(http_port, "/1k.bin", f"{mode.name} -> nginx", tls=mode.tls,
+                      sni=mode.sni)
         for c in columns:
             col = COLUMNS[c]
             port = http_port if col["kind"] == "wrk" else iperf_port
             cpu0 = tree_cpu_seconds(mode.cpu_pids())
             t1 = time.monotonic()
             try:
-                raw = (run_wrk if col["kind"] == "wrk" else run_iperf)(ctx, col, port)
+                raw = (run_wrk if col["kind"] == "wrk" else run_iperf)(ctx, mode, col, port)
             except BenchError as e:
                 log(f"  {mode.name} {c}: FAILED: {e}")
                 out["errors"].append(f"{c}: {e}")
@@ -1089,7 +1227,10 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
            "1 KiB / 50 keep-alive column. Memory is VmRSS of the burrow relay before any agent "
            "connects, VmRSS when idle (tunnels registered, before any visitor) and VmHWM "
            "after the run, of the relay or the socat listener process (socat's forked "
-           "children not included).", ""]
+           "children not included). HTTP-only modes (https-direct and the HTTPS share URL "
+           "modes) skip the bulk TCP columns, which show n/a; wrk reaches "
+           f"https://{SHARE_NAME}.{SHARE_DOMAIN}:PORT on 127.0.0.1 through "
+           "bench/wrk-loopback.lua, so the name is the TLS SNI and the Host header.", ""]
     return "\n".join(md)
 
 
@@ -1126,7 +1267,8 @@ def parse_args(argv=None):
     p.add_argument("--burrow-relay-args", default="",
                    help="extra arguments for `burrow relay` (shell-quoted string)")
     p.add_argument("--burrow-agent-args", default="",
-                   help="extra arguments for `burrow tcp` (shell-quoted string)")
+                   help="extra arguments for the agents, `burrow tcp` and `burrow http` "
+                        "(shell-quoted string)")
     p.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (logs)")
     a = p.parse_args(argv)
     a.rounds = a.rounds if a.rounds is not None else (1 if a.quick else 3)
@@ -1166,6 +1308,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     command = "python3 " + shlex.join(sys.argv if argv is None else ["bench/run.py"] + argv)
     for tool in ["nginx", "wrk", "iperf3"] + (["socat"] if "socat" in args.mode_list else []) \
+            + (["openssl"] if any(MODES[m].tls_target for m in args.mode_list) else []) \
             + ([] if args.no_pin else ["taskset"]):
         if not shutil.which(tool):
             log(f"missing tool: {tool}")
@@ -1223,7 +1366,9 @@ def main(argv=None) -> int:
             f"logs in {logdir}")
         want_http = any(COLUMNS[c]["kind"] == "wrk" for c in args.column_list)
         want_iperf = any(COLUMNS[c]["kind"] == "iperf" for c in args.column_list)
-        ctx.targets = Targets(procs, tmp, args.load_cpu, nofile, want_http, want_iperf)
+        want_tls = want_http and any(MODES[m].tls_target for m in args.mode_list)
+        ctx.targets = Targets(procs, tmp, args.load_cpu, nofile, want_http, want_iperf,
+                              want_tls)
         ctx.targets.start()
         mode_objs = ctx.modes = {m: MODES[m](ctx) for m in args.mode_list}
         n = len(args.mode_list)
