@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on one machine: installs what is needed, builds, then runs a relay, an agent and a
 # small web server on loopback, and `burrow connect` for the visitor; prints the address with a
-# curl line that works, end to end encrypted through the relay.
+# curl line that works, end to end encrypted through the relay, and the same server's HTTPS
+# share URL (TLS ending at the agent) with its curl line.
 # --check: verify the curl line once and exit (used by CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +48,8 @@ relay_port=$(wait_for "$work/relay.out" 'agents connect to 127\.0\.0\.1:\K\d+')
 pin=$(wait_for "$work/relay.out" 'relay fingerprint: \K\S+')
 cat "$work/relay.out"
 
+https_port=$(wait_for "$work/relay.out" 'share URLs \S+ served on 127\.0\.0\.1:\K\d+')
+
 # The agent, end to end (the default): no public port; it prints the visitor's command.
 BURROW_TOKEN=$(cat "$work/relay/agent.token") "$bin" tcp "$web_port" --name web \
   --relay "127.0.0.1:$relay_port" --relay-pin "$pin" --state-dir "$work/agent" \
@@ -62,16 +65,31 @@ cat "$work/agent.out"
 pids+=($!)
 local_addr=$(wait_for "$work/connect.out" 'listening on \K\S+')
 
+# The same web server as an HTTPS share URL: TLS ends at this second agent, with a certificate the
+# relay's CA signed for the agent's own key; the relay routes by SNI and cannot read it.
+BURROW_TOKEN=$(cat "$work/relay/agent.token") "$bin" http "$web_port" --name share \
+  --relay "127.0.0.1:$relay_port" --relay-pin "$pin" --state-dir "$work/agent-http" \
+  >"$work/http.out" 2>"$work/http.log" &
+pids+=($!)
+share_url=$(wait_for "$work/http.out" 'is public at \K\S+')
+cat "$work/http.out"
+
 echo
 echo "web server 127.0.0.1:$web_port is reachable end to end at http://$local_addr/"
-echo "try it:"
+echo "and as the HTTPS share URL $share_url (*.burrow.localhost is this machine)"
+echo "try them:"
 echo "  curl http://$local_addr/"
+echo "  curl --cacert $work/agent-http/relay-ca.pem --resolve share.burrow.localhost:$https_port:127.0.0.1 $share_url/"
 body=$(curl -sS --max-time 5 "http://$local_addr/")
 echo "$body"
 [ "$body" = "hello from behind the burrow" ] || { echo "demo: unexpected answer" >&2; exit 1; }
+body=$(curl -sS --max-time 5 --cacert "$work/agent-http/relay-ca.pem" \
+  --resolve "share.burrow.localhost:$https_port:127.0.0.1" "$share_url/")
+echo "$body"
+[ "$body" = "hello from behind the burrow" ] || { echo "demo: unexpected share URL answer" >&2; exit 1; }
 if [ "$check" = 1 ]; then
   echo "demo: ok"
   exit 0
 fi
-echo "(Ctrl-C stops the relay, the agent, connect and the web server)"
+echo "(Ctrl-C stops the relay, the agents, connect and the web server)"
 wait "${pids[1]}"

@@ -19,8 +19,10 @@ const std::vector<std::string>& agent_setting_keys() {
 
 const std::vector<std::string>& service_setting_keys() {
   static const std::vector<std::string> keys{
-      "name",          "local", "remote-port", "proxy-protocol", "e2ee",
-      "visitor-token", "kind",  "mode",        "cert",           "key"};
+      "name",          "local",      "remote-port", "proxy-protocol", "e2ee",
+      "visitor-token", "kind",       "mode",        "cert",           "key",
+      "plain-http",    "basic-auth", "bearer",      "require-header", "allow-ip",
+      "idle-expiry",   "expire-in"};
   return keys;
 }
 

@@ -9,25 +9,11 @@
 namespace burrow::relay {
 
 const std::vector<std::string>& relay_setting_keys() {
-  static const std::vector<std::string> keys{"state-dir",
-                                             "listen",
-                                             "public-bind",
-                                             "port-range",
-                                             "advertise",
-                                             "workers",
-                                             "grace",
-                                             "handshake-timeout",
-                                             "drain-timeout",
-                                             "ping-interval",
-                                             "ping-timeout",
-                                             "max-streams",
-                                             "stream-idle-timeout",
-                                             "window",
-                                             "log-format",
-                                             "log-level",
-                                             "domain",
-                                             "https-listen",
-                                             "share-cert-lifetime"};
+  static const std::vector<std::string> keys{
+      "state-dir",    "listen",      "public-bind",         "port-range",    "advertise",
+      "workers",      "grace",       "handshake-timeout",   "drain-timeout", "ping-interval",
+      "ping-timeout", "max-streams", "stream-idle-timeout", "window",        "log-format",
+      "log-level",    "domain",      "https-listen",        "http-listen",   "share-cert-lifetime"};
   return keys;
 }
 

@@ -229,6 +229,31 @@ TEST_F(share_http_test, IdleAndFixedExpiryReleaseTheName) {
   EXPECT_EQ(fixed->wait_exit(15s), 0);
 }
 
+TEST_F(share_http_test, UpServesAShareUrlWithRulesFromTheConfigFile) {
+  auto relay = start_relay();
+  http_service service;
+  auto file = dir_ / "burrow.toml";
+  std::ofstream(file) << "relay = \"127.0.0.1:" << relay.agent_port << "\"\n"
+                      << "relay_pin = \"" << relay.fingerprint << "\"\n"
+                      << "state_dir = \"" << (dir_ / "agent").string() << "\"\n"
+                      << "[[service]]\nname = \"conf\"\nkind = \"http\"\nlocal = " << service.port()
+                      << "\n"
+                      << "basic_auth = [\"carol:a,b\", \"dave:x\"]\n"
+                      << "allow_ip = [\"127.0.0.1\", \"::1\"]\n"
+                      << "idle_expiry = \"1h\"\n";
+  auto agent = child_process::start("agent", {BURROW_BINARY, "up", "-c", file.string()},
+                                    {{"BURROW_TOKEN", relay.token}});
+  auto m = agent->wait_for_line(std::regex(R"(is public at https://conf\.burrow\.localhost:(\d+))"),
+                                10s);
+  ASSERT_TRUE(m) << agent->output();
+  auto port = static_cast<std::uint16_t>(std::stoi(m->groups[1]));
+  std::vector<std::string> tls{"--cacert", ca()};
+  EXPECT_EQ(status("conf", port, tls), "401");
+  auto with = tls;
+  with.insert(with.end(), {"-u", "carol:a,b"});
+  EXPECT_EQ(status("conf", port, with), "200");
+}
+
 TEST_F(share_http_test, InspectModeChecksAndLogsEachRequestAtTheRelay) {
   auto relay = start_relay();
   http_service service;
