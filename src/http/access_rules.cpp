@@ -294,6 +294,24 @@ struct access_rules::verified_cache {
   std::array<entry, verified_cache_size> entries{};
   std::uint64_t clock = 0;
   std::atomic<std::uint64_t> verifications{0};
+  std::atomic<std::uint64_t> over_budget{0};
+  // Crypt runs allowed in the current second, across all visitors: a visitor who knows a user
+  // name cannot make the agent spend more than this much CPU on wrong passwords.
+  std::chrono::steady_clock::time_point budget_second{};
+  unsigned budget_used = 0;
+  unsigned budget = hash_budget_per_second;
+
+  bool take_budget() {
+    std::lock_guard lock(mutex);
+    auto now = std::chrono::steady_clock::now();
+    if (now - budget_second >= std::chrono::seconds(1)) {
+      budget_second = now;
+      budget_used = 0;
+    }
+    if (budget != 0 && budget_used >= budget) return false;
+    ++budget_used;
+    return true;
+  }
 
   bool find(const digest& key) {
     std::lock_guard lock(mutex);
@@ -327,7 +345,9 @@ access_rules::access_rules(const access_rules& other)
       bearer_(other.bearer_),
       header_rules_(other.header_rules_),
       allow_ip_(other.allow_ip_),
-      cache_(std::make_unique<verified_cache>()) {}
+      cache_(std::make_unique<verified_cache>()) {
+  if (other.cache_) cache_->budget = other.cache_->budget;
+}
 
 access_rules& access_rules::operator=(const access_rules& other) {
   if (this != &other) *this = access_rules(other);
@@ -434,6 +454,14 @@ std::uint64_t access_rules::hash_verifications() const {
   return cache_ ? cache_->verifications.load(std::memory_order_relaxed) : 0;
 }
 
+void access_rules::set_hash_budget(unsigned per_second) {
+  if (cache_) cache_->budget = per_second;
+}
+
+std::uint64_t access_rules::hash_budget_refusals() const {
+  return cache_ ? cache_->over_budget.load(std::memory_order_relaxed) : 0;
+}
+
 bool access_rules::bearer_ok(std::string_view token) const {
   auto d = sha256(token);
   bool ok = false;
@@ -469,6 +497,10 @@ bool access_rules::basic_ok(std::string_view authorization, std::string_view cre
   if (cache_->find(key)) return true;
   for (const auto& b : basic_) {
     if (!b.cred.hashed || !same_digest(user_digest, b.user_sha256)) continue;
+    if (!cache_->take_budget()) {
+      cache_->over_budget.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
     cache_->verifications.fetch_add(1, std::memory_order_relaxed);
     if (crypt_matches(password, b.cred.secret)) {
       cache_->insert(key);

@@ -71,6 +71,10 @@ class access_rules {
  public:
   static constexpr std::size_t max_authorization_size = 4096;
   static constexpr std::size_t verified_cache_size = 64;
+  // By default at most this many crypt runs per second for one share URL (all visitors
+  // together); beyond it a password checked against a hash counts as wrong without being hashed.
+  // Cached good credentials are not affected.
+  static constexpr unsigned hash_budget_per_second = 8;
 
   access_rules();
   ~access_rules();
@@ -88,6 +92,8 @@ class access_rules {
   void add_allow_ip(cidr network);
 
   bool empty() const;
+  // Crypt runs allowed per second; 0: no limit.
+  void set_hash_budget(unsigned per_second);
 
   // The rules as digests and hashes only, for an inspect-mode relay to enforce: to_spec() on the
   // agent, from_spec() on the relay (throws config_error, naming no secret, on malformed input).
@@ -101,6 +107,8 @@ class access_rules {
 
   // How many times a password was checked against a crypt hash (cache misses); for metrics.
   std::uint64_t hash_verifications() const;
+  // How many checks were refused unhashed because the second's budget was spent.
+  std::uint64_t hash_budget_refusals() const;
 
  private:
   using digest = std::array<std::uint8_t, 32>;

@@ -535,6 +535,7 @@ TEST(AccessRulesHash, CacheIsBoundedAndEvictsTheLeastRecentlyUsed) {
   access_rules rules;
   auto hash = make_hash("$2b$", 4, "pw");
   for (std::size_t i = 0; i <= n; ++i) rules.add_basic(parse_basic_auth(fmt_user(i) + ":" + hash));
+  rules.set_hash_budget(0);  // 65 different good logins in well under a second
   auto login = [&](std::size_t i) {
     EXPECT_EQ(rules.check(with_authorization(basic(fmt_user(i), "pw")), visitor), verdict::allow);
   };
@@ -659,6 +660,20 @@ TEST(AccessRulesResponse, DescriptionsAreDistinct) {
   }
   EXPECT_EQ(describe(verdict::need_basic), "missing or wrong credentials");
   EXPECT_EQ(describe(verdict::forbidden_ip), "address not allowed");
+}
+
+TEST(AccessRulesBasic, WrongPasswordsCannotSpendMoreThanTheHashBudget) {
+  access_rules rules;
+  rules.add_basic(parse_basic_auth("bob:" + make_hash("$2b$", 4, "right")));
+  // A good login first: it is cached, and stays good whatever happens next.
+  EXPECT_EQ(rules.check(with_authorization(basic("bob", "right")), visitor), verdict::allow);
+  for (int i = 0; i < 40; ++i)
+    EXPECT_EQ(rules.check(with_authorization(basic("bob", "wrong" + std::to_string(i))), visitor),
+              verdict::need_basic);
+  // Forty wrong passwords within a second or two: at most the budget of two seconds was hashed.
+  EXPECT_LE(rules.hash_verifications(), 1u + 2 * access_rules::hash_budget_per_second);
+  EXPECT_GE(rules.hash_budget_refusals(), 40u - 2 * access_rules::hash_budget_per_second);
+  EXPECT_EQ(rules.check(with_authorization(basic("bob", "right")), visitor), verdict::allow);
 }
 
 TEST(AccessRulesSpec, TheRelaysCopyDecidesAlikeAndHoldsNoSecret) {
