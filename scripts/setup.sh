@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   curl socat iperf3 nginx-light wrk procps iproute2 util-linux python3 openssh-server openssh-client
   tshark
+  pebble  # a test ACME server (with pebble-challtestsrv) for the --acme end-to-end tests
 )
 missing=()
 for p in "${packages[@]}"; do
