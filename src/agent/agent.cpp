@@ -17,6 +17,9 @@
 #include <cstdio>
 #include <optional>
 
+#include "acme/client.hpp"
+#include "acme/jws.hpp"
+#include "acme/tls_alpn.hpp"
 #include "agent/share_cert.hpp"
 #include "core/address.hpp"
 #include "core/backoff.hpp"
@@ -239,6 +242,17 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
       if (s.config.kind == "http") {
         s.public_address = res.public_address;
         s.host = share_url_host(res.public_address);
+        if (!s.config.acme_directory.empty()) {
+          if (!s.web_tls) {
+            // Until the CA's certificate arrives: a placeholder that answers its validations.
+            s.web_tls =
+                acme_context(tls::make_self_signed(s.host, {s.host}, std::chrono::hours(24)));
+          }
+          auto index = static_cast<std::size_t>(&s - services_.data());
+          if (!s.acme_cert) start_acme(index);
+          if (s.acme_cert) announce_share_url(s);
+          continue;
+        }
         if (s.config.mode == "blind") maybe_request_cert(l, s);
         if (s.config.mode != "blind" || s.web_tls) announce_share_url(s);
         continue;
@@ -324,7 +338,7 @@ void agent::announce_share_url(service_state& s) {
 
 // Called with mutex_ held, on `l`'s thread.
 void agent::maybe_request_cert(link::link& l, service_state& s) {
-  if (s.own_cert || s.host.empty()) return;
+  if (s.own_cert || s.host.empty() || !s.config.acme_directory.empty()) return;
   auto now = std::chrono::steady_clock::now();
   bool due = !s.web_tls || now >= s.renew_at;
   bool waiting = s.requested_at != std::chrono::steady_clock::time_point{} &&
@@ -406,6 +420,13 @@ asio::awaitable<void> agent::share_url_upkeep() {
       else if (s.config.idle_expiry.count() > 0 && idle >= s.config.idle_expiry)
         expire(s, "no request for " + format_duration(s.config.idle_expiry));
     }
+    for (std::size_t i = 0; i < services_.size(); ++i) {
+      auto& s = services_[i];
+      if (s.config.acme_directory.empty() || s.host.empty() || s.expired || s.acme_running)
+        continue;
+      bool due = s.acme_cert ? now >= s.renew_at : now >= s.acme_retry_at;
+      if (due) start_acme(i);
+    }
     std::shared_ptr<link::link> live;
     for (auto& w : links_)
       if (auto l = w.lock(); l && !live) live = std::move(l);
@@ -425,6 +446,92 @@ asio::awaitable<void> agent::share_url_upkeep() {
       });
     }
   }
+}
+
+std::shared_ptr<asio::ssl::context> agent::acme_context(const tls::key_pair& pair) {
+  auto ctx = std::make_shared<asio::ssl::context>(tls::make_web_server_context(pair));
+  acme::enable_tls_alpn_01(ctx->native_handle(), acme_challenges_);
+  return ctx;
+}
+
+void agent::start_acme(std::size_t index) {
+  auto& s = services_[index];
+  if (s.acme_running || stopping_) return;
+  s.acme_running = true;
+  spdlog::info("service {}: asking {} for a certificate for {}", s.config.name,
+               s.config.acme_directory, s.host);
+  spawn_logged(workers_.at(0).get_executor(), acme_issue(index), "ACME");
+}
+
+asio::awaitable<void> agent::acme_issue(std::size_t index) {
+  acme::acme_request r;
+  std::string name;
+  {
+    std::lock_guard lock(mutex_);
+    const auto& s = services_[index];
+    name = s.config.name;
+    r.directory_url = s.config.acme_directory;
+    r.ca_file = s.config.acme_ca;
+    if (!s.config.acme_email.empty()) r.contact.push_back("mailto:" + s.config.acme_email);
+    r.domain = s.host;
+  }
+  r.cert_key_pem = identity_.key_pem;
+  std::string failure;
+  try {
+    auto key_file = state_dir_ / "acme-account.key";
+    if (std::filesystem::exists(key_file)) {
+      r.account_key_pem = read_file(key_file);
+    } else {
+      r.account_key_pem = acme::make_account_key();
+      std::filesystem::create_directories(state_dir_);
+      write_private_file(key_file, r.account_key_pem);
+    }
+  } catch (const std::exception& e) {
+    failure = std::string("ACME account key: ") + e.what();
+  }
+  auto store = acme_challenges_;
+  r.install_challenge = [store](std::string domain, tls::key_pair cert) {
+    store->put(domain, std::move(cert));
+  };
+  r.remove_challenge = [store](std::string domain) { store->remove(domain); };
+  acme::acme_result result;
+  if (failure.empty()) {
+    auto obtaining = acme::obtain_certificate(std::move(r));
+    result = co_await std::move(obtaining);
+    failure = result.error;
+  }
+  std::shared_ptr<asio::ssl::context> ctx;
+  share_cert got;
+  if (failure.empty()) {
+    try {
+      ctx = acme_context({result.chain_pem, identity_.key_pem});
+      got.not_after = tls::not_after(result.chain_pem);
+      auto left = got.not_after - std::chrono::system_clock::now();
+      got.renew_at = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(left * 2 / 3);
+    } catch (const std::exception& e) {
+      failure = std::string("the ACME certificate: ") + e.what();
+    }
+  }
+  std::lock_guard lock(mutex_);
+  auto& s = services_[index];
+  s.acme_running = false;
+  if (!failure.empty()) {
+    s.acme_retry_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    spdlog::error("service {}: no certificate from the ACME CA: {}; trying again in 30s", name,
+                  failure);
+    co_return;
+  }
+  bool renewed = s.acme_cert;
+  s.web_tls = std::move(ctx);
+  s.acme_cert = true;
+  s.renew_at = got.renew_at;
+  spdlog::info("service {}: {} certificate for {} from the ACME CA, renewed in {}s", name,
+               renewed ? "renewed the" : "got a", s.host,
+               std::chrono::duration_cast<std::chrono::seconds>(got.renew_at -
+                                                                std::chrono::steady_clock::now())
+                   .count());
+  announce_share_url(s);
 }
 
 asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
@@ -544,7 +651,30 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
       l->stream_finished(s->id());
       co_return;
     }
+    if (acme::answered_acme_challenge(tls->native_handle())) {
+      // A CA's TLS-ALPN-01 validation: the handshake was the answer; nothing follows (RFC 8737).
+      spdlog::info("service {}: answered the ACME CA's validation from {}", svc.name,
+                   meta.visitor_address);
+      boost::system::error_code ignored;
+      auto closing = tls->shutdown_send(ignored);
+      co_await std::move(closing);
+      s->finish();
+      co_return;
+    }
     visitor = http::make_tls_duplex(*tls);
+    bool waiting_for_acme = false;
+    {
+      std::lock_guard lock(mutex_);
+      waiting_for_acme = !svc.acme_directory.empty() && !services_[index].acme_cert;
+    }
+    if (waiting_for_acme) {
+      auto answering = http::answer_and_close(
+          *visitor, http::simple_response(503, "Service Unavailable",
+                                          "the share URL's certificate is not here yet\n"));
+      co_await with_deadline(std::move(answering), config_.connect_timeout);
+      s->finish();
+      co_return;
+    }
   }
   tcp::socket socket(l->executor());
   auto connected = co_await with_deadline(tcp_connect_one(socket, services_[index].target),

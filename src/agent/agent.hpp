@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "acme/tls_alpn.hpp"
 #include "agent/agent_config.hpp"
 #include "core/log.hpp"
 #include "core/workers.hpp"
@@ -58,6 +59,11 @@ class agent {
     std::shared_ptr<std::atomic<std::int64_t>> last_request =
         std::make_shared<std::atomic<std::int64_t>>(0);
     bool expired = false;
+    // ACME: an issuance is running; the certificate is the CA's (not the placeholder that only
+    // answers validations); when to try again after a failure.
+    bool acme_running = false;
+    bool acme_cert = false;
+    std::chrono::steady_clock::time_point acme_retry_at{};
     log_limiter local_errors{std::chrono::seconds(10)};
   };
 
@@ -74,6 +80,10 @@ class agent {
   // Blind share URLs: certificate requests, the relay's answers, and renewal.
   void maybe_request_cert(link::link& l, service_state& s);
   void on_certificate(const proto::certificate& c);
+  // ACME (called with mutex_ held): starts an issuance for service `index` unless one runs.
+  void start_acme(std::size_t index);
+  boost::asio::awaitable<void> acme_issue(std::size_t index);
+  std::shared_ptr<boost::asio::ssl::context> acme_context(const tls::key_pair& pair);
   // Every second: certificates due for renewal, and share URLs whose time is up.
   boost::asio::awaitable<void> share_url_upkeep();
   void expire(service_state& s, const std::string& why);
@@ -92,6 +102,8 @@ class agent {
   // End to end: this agent's own key and certificate, and the TLS server visitors meet.
   tls::key_pair identity_;
   std::filesystem::path state_dir_;
+  std::shared_ptr<acme::challenge_store> acme_challenges_ =
+      std::make_shared<acme::challenge_store>();
   std::string fingerprint_;
   std::optional<boost::asio::ssl::context> e2ee_tls_;
   log_limiter e2ee_errors_{std::chrono::seconds(10)};  // guarded by mutex_

@@ -22,7 +22,7 @@ const std::vector<std::string>& service_setting_keys() {
       "name",          "local",      "remote-port", "proxy-protocol", "e2ee",
       "visitor-token", "kind",       "mode",        "cert",           "key",
       "plain-http",    "basic-auth", "bearer",      "require-header", "allow-ip",
-      "idle-expiry",   "expire-in"};
+      "idle-expiry",   "expire-in",  "acme",        "acme-ca",        "acme-email"};
   return keys;
 }
 
@@ -106,6 +106,20 @@ service_config make_service(const settings_layer& s, std::string_view where) {
       svc.cert_file = *cert;
       svc.key_file = *key;
     }
+    if (auto* a = get("acme")) {
+      if (svc.mode != "blind" || cert)
+        throw config_error(std::string(where) +
+                           ": acme is for blind mode without cert and key: the agent then gets "
+                           "its certificate from the ACME CA");
+      if (!a->starts_with("https://"))
+        throw config_error(std::string(where) + ": acme '" + *a +
+                           "' is not an https:// ACME directory URL");
+      svc.acme_directory = *a;
+      if (auto* c = get("acme-ca")) svc.acme_ca = *c;
+      if (auto* e = get("acme-email")) svc.acme_email = *e;
+    } else if (get("acme-ca") || get("acme-email")) {
+      throw config_error(std::string(where) + ": acme-ca and acme-email go with acme");
+    }
     if (auto* p = get("plain-http")) {
       svc.plain_http = parse_switch(*p, where, "plain-http");
       if (svc.plain_http && svc.mode != "blind")
@@ -138,9 +152,9 @@ service_config make_service(const settings_layer& s, std::string_view where) {
                            "' is not a duration such as 30m or 2h");
       *out = *d;
     }
-  } else if (get("mode") || get("cert") || get("key") || get("plain-http") || get("basic-auth") ||
-             get("bearer") || get("require-header") || get("allow-ip") || get("idle-expiry") ||
-             get("expire-in")) {
+  } else if (get("mode") || get("cert") || get("key") || get("plain-http") || get("acme") ||
+             get("basic-auth") || get("bearer") || get("require-header") || get("allow-ip") ||
+             get("idle-expiry") || get("expire-in")) {
     throw config_error(std::string(where) +
                        ": mode, cert, key, plain-http, access rules and expiry are for http "
                        "services");

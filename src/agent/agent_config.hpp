@@ -29,6 +29,10 @@ struct service_config {
   std::string kind = "tcp";
   std::string mode;
   std::string cert_file, key_file;  // blind: the user's own certificate instead of the relay CA's
+  // Blind: a certificate from an ACME CA (TLS-ALPN-01, answered by this agent through the relay)
+  // instead of the relay CA's. acme_ca: PEM file the ACME server's HTTPS chains to (empty: the
+  // system store); acme_email: the account's contact (optional).
+  std::string acme_directory, acme_ca, acme_email;
   // Blind: the relay's plain HTTP listener forwards requests (in the clear, readable by the
   // relay) instead of redirecting them to HTTPS.
   bool plain_http = false;

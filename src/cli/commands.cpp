@@ -87,6 +87,13 @@ int run(int argc, char** argv) {
                 "blind mode: your own certificate for the share URL's name (PEM, chain after the "
                 "leaf), with --key; default: one the relay's CA signs for this agent's key");
   http_opts.add(*http_cmd, "key", "the private key of --cert (PEM)");
+  http_opts.add(*http_cmd, "acme",
+                "blind mode: get the certificate from this ACME directory (https://.../directory; "
+                "TLS-ALPN-01, answered by this agent through the relay, which never holds the "
+                "key), renewed after two thirds of its life");
+  http_opts.add(*http_cmd, "acme-ca",
+                "PEM file of CAs to trust for the ACME server's own HTTPS (default: the system's)");
+  http_opts.add(*http_cmd, "acme-email", "contact for the ACME account (optional)");
   http_opts.add_list(*http_cmd, "basic-auth",
                      "visitors must log in: USER:PASSWORD, or USER:HASH (bcrypt $2b$ or SHA-512 "
                      "crypt $6$, as htpasswd -B or mkpasswd make them); repeatable");
@@ -174,8 +181,9 @@ int run(int argc, char** argv) {
       if (!http_file.empty()) file = load_config_file(http_file, keys, service_keys);
       auto flags = http_opts.given();
       settings_layer service{{"local", http_local}, {"kind", "http"}};
-      for (const char* k : {"name", "mode", "cert", "key", "basic-auth", "bearer", "require-header",
-                            "allow-ip", "idle-expiry", "expire-in"}) {
+      for (const char* k :
+           {"name", "mode", "cert", "key", "acme", "acme-ca", "acme-email", "basic-auth", "bearer",
+            "require-header", "allow-ip", "idle-expiry", "expire-in"}) {
         if (auto it = flags.find(k); it != flags.end()) service[k] = it->second;
         flags.erase(k);
       }

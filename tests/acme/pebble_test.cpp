@@ -22,6 +22,7 @@
 #include "acme/jws.hpp"
 #include "acme/tls_alpn.hpp"
 #include "core/secret.hpp"
+#include "harness/pebble.hpp"
 #include "harness/process.hpp"
 #include "tls/contexts.hpp"
 
@@ -32,27 +33,6 @@ namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 constexpr const char* domain = "acme-test.burrow.localhost";
-constexpr const char* pebble = "/usr/bin/pebble";
-constexpr const char* challtestsrv = "/usr/bin/pebble-challtestsrv";
-
-// A loopback port free for both TCP and UDP a moment ago (the mock DNS serves both).
-std::uint16_t free_dual_port() {
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    int tcp = ::socket(AF_INET, SOCK_STREAM, 0);
-    int udp = ::socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    bool ok = ::bind(tcp, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-              ::getsockname(tcp, reinterpret_cast<sockaddr*>(&a), &len) == 0 &&
-              ::bind(udp, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(tcp);
-    ::close(udp);
-    if (ok) return ntohs(a.sin_port);
-  }
-  throw std::runtime_error("no free loopback port for TCP and UDP");
-}
 
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path);
@@ -95,17 +75,10 @@ std::string verify_chain(const std::string& chain, const std::string& root_pem,
 class AcmePebbleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(pebble) || !fs::exists(challtestsrv))
+    if (!test::pebble_server::available())
       GTEST_SKIP() << "pebble is not installed (apt-get install pebble)";
     dir_ = fs::temp_directory_path() / ("burrow-acme-test-" + random_token().substr(4, 12));
     fs::create_directories(dir_);
-
-    // Pebble's own API certificate, from a CA only this test trusts.
-    auto ca = tls::make_ca("burrow ACME test CA", 24h);
-    auto api = tls::make_leaf(ca, "localhost", {"localhost"}, {"127.0.0.1"}, 24h);
-    write_text(dir_ / "ca.pem", ca.cert_pem);
-    write_text(dir_ / "api-cert.pem", api.cert_pem);
-    write_text(dir_ / "api-key.pem", api.key_pem);
 
     // The agent's side: a web server context answering TLS-ALPN-01 from the store.
     web_ctx_ = std::make_unique<asio::ssl::context>(
@@ -113,50 +86,19 @@ class AcmePebbleTest : public ::testing::Test {
     enable_tls_alpn_01(web_ctx_->native_handle(), store_);
     responder_ = std::make_unique<test::challenge_responder>(*web_ctx_);
 
-    std::uint16_t dns_port = free_dual_port();
-    std::uint16_t dns_management_port = free_dual_port();
-    api_port_ = free_dual_port();
-    management_port_ = free_dual_port();
-    const std::string loopback = "127.0.0.1:";
-    dns_ = test::child_process::start(
-        "challtestsrv",
-        {challtestsrv, "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-dns01",
-         loopback + std::to_string(dns_port), "-http01", "", "-https01", "", "-tlsalpn01", "",
-         "-management", loopback + std::to_string(dns_management_port)});
-    ASSERT_TRUE(dns_);
-    ASSERT_TRUE(dns_->wait_for_line(std::regex("Starting management server"), 15s))
-        << "pebble-challtestsrv did not start";
-
-    write_text(dir_ / "pebble.json",
-               R"({"pebble":{"listenAddress":")" + loopback + std::to_string(api_port_) +
-                   R"(","managementListenAddress":")" + loopback +
-                   std::to_string(management_port_) + R"(","certificate":")" +
-                   (dir_ / "api-cert.pem").string() + R"(","privateKey":")" +
-                   (dir_ / "api-key.pem").string() + R"(","httpPort":)" +
-                   std::to_string(free_dual_port()) + R"(,"tlsPort":)" +
-                   std::to_string(responder_->port()) +
-                   R"(,"ocspResponderURL":"","externalAccountBindingRequired":false}})");
-    pebble_ = test::child_process::start(
-        "pebble",
-        {pebble, "-config", (dir_ / "pebble.json").string(), "-dnsserver",
-         loopback + std::to_string(dns_port), "-strict"},
-        {{"PEBBLE_VA_NOSLEEP", "1"}, {"PEBBLE_WFE_NONCEREJECT", "0"}, {"PEBBLE_AUTHZREUSE", "0"}});
-    ASSERT_TRUE(pebble_);
-    ASSERT_TRUE(pebble_->wait_for_line(std::regex("ACME directory available at"), 20s))
-        << "pebble did not start";
+    pebble_ = std::make_unique<test::pebble_server>(dir_, responder_->port());
   }
 
   void TearDown() override {
     pebble_.reset();
-    dns_.reset();
     responder_.reset();
     if (!dir_.empty()) fs::remove_all(dir_);
   }
 
   acme_request request(const std::string& account_key, const std::string& cert_key) {
     acme_request r;
-    r.directory_url = "https://127.0.0.1:" + std::to_string(api_port_) + "/dir";
-    r.ca_file = (dir_ / "ca.pem").string();
+    r.directory_url = pebble_->directory_url();
+    r.ca_file = pebble_->ca_file();
     r.account_key_pem = account_key;
     r.domain = domain;
     r.cert_key_pem = cert_key;
@@ -187,32 +129,13 @@ class AcmePebbleTest : public ::testing::Test {
     return result.get();
   }
 
-  // Pebble's root for this run, from its management API (same API certificate).
-  std::string pebble_root() {
-    asio::io_context io;
-    asio::ssl::context tls = make_acme_client_context();
-    https_request get;
-    get.url =
-        *parse_https_url("https://127.0.0.1:" + std::to_string(management_port_) + "/roots/0");
-    auto result =
-        asio::co_spawn(io, https_exchange(&tls, (dir_ / "ca.pem").string(), std::move(get), 10s),
-                       asio::use_future);
-    io.run_for(15s);
-    if (result.wait_for(0s) != std::future_status::ready) return {};
-    auto r = result.get();
-    EXPECT_EQ(r.error, "");
-    EXPECT_EQ(r.status, 200u);
-    return r.body;
-  }
+  std::string pebble_root() { return pebble_->root_pem(); }
 
   fs::path dir_;
   std::shared_ptr<challenge_store> store_ = std::make_shared<challenge_store>();
   std::unique_ptr<asio::ssl::context> web_ctx_;
   std::unique_ptr<test::challenge_responder> responder_;
-  std::unique_ptr<test::child_process> dns_;
-  std::unique_ptr<test::child_process> pebble_;
-  std::uint16_t api_port_ = 0;
-  std::uint16_t management_port_ = 0;
+  std::unique_ptr<test::pebble_server> pebble_;
   int installs_ = 0;
   int removals_ = 0;
 };

@@ -1,0 +1,52 @@
+// ACME end to end: the agent gets its share URL's certificate from a real ACME CA (pebble), which
+// validates TLS-ALPN-01 by connecting to the relay's HTTPS port; the relay routes the validation
+// by SNI to the agent like any visitor, so it never holds the key or signs anything.
+#include <fstream>
+
+#include "e2e/share_url_fixture.hpp"
+#include "harness/http_service.hpp"
+#include "harness/pebble.hpp"
+
+namespace burrow::test {
+namespace {
+
+TEST_F(share_url_test, AcmeCertificateValidatedThroughTheRelay) {
+  if (!pebble_server::available()) GTEST_SKIP() << "pebble is not installed";
+  auto relay = start_relay();
+  ASSERT_NE(relay.https_port, 0);
+  pebble_server pebble(dir_, relay.https_port);
+  http_service service;
+  std::uint16_t port = 0;
+  auto agent = start_http_agent(relay, service.port(), "acme", port, "blind",
+                                {"--acme", pebble.directory_url(), "--acme-ca", pebble.ca_file()});
+  ASSERT_NE(port, 0) << agent->output();
+  EXPECT_TRUE(agent->wait_for_line(std::regex("answered the ACME CA's validation"), 5s));
+  EXPECT_TRUE(agent->wait_for_line(std::regex("got a certificate for acme.burrow.localhost from "
+                                              "the ACME CA"),
+                                   5s));
+
+  // Visitors who trust the ACME CA's root reach the service; the relay signed nothing.
+  auto root = pebble.root_pem();
+  ASSERT_FALSE(root.empty());
+  std::ofstream(dir_ / "acme-root.pem") << root;
+  auto page = curl("acme.burrow.localhost", port, {"--cacert", (dir_ / "acme-root.pem").string()},
+                   "/headers");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->find("status=200"), std::string::npos) << *page;
+  EXPECT_EQ(relay.proc->output().find("signed a certificate for acme"), std::string::npos);
+
+  // The certificate holds the agent's own key.
+  auto presented = run({"/bin/sh", "-c",
+                        "openssl s_client -connect 127.0.0.1:" + std::to_string(port) +
+                            " -servername acme.burrow.localhost </dev/null 2>/dev/null | openssl "
+                            "x509 -noout -pubkey"},
+                       15s);
+  auto agent_key = run({"/usr/bin/openssl", "x509", "-noout", "-pubkey", "-in",
+                        (dir_ / "agent" / "e2ee.crt").string()},
+                       10s);
+  ASSERT_TRUE(presented && agent_key);
+  EXPECT_EQ(*presented, *agent_key);
+}
+
+}  // namespace
+}  // namespace burrow::test
