@@ -13,6 +13,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <deque>
+#include <memory>
 #include <optional>
 
 #include "link/event.hpp"
@@ -36,6 +37,14 @@ struct inbound {
   duplex& io;
   boost::beast::flat_buffer buf{max_head_size + read_size};
   bool eof = false;
+  // Where the parser puts decoded body bytes; made on the first body and kept for the
+  // connection, so a response costs no allocation of its own.
+  std::unique_ptr<char[]> piece = nullptr;
+
+  char* piece_buffer() {
+    if (!piece) piece = std::make_unique<char[]>(piece_size);
+    return piece.get();
+  }
 
   asio::awaitable<error_code> fill() {
     std::size_t room = std::min(read_size, buf.max_size() - buf.size());
@@ -109,11 +118,11 @@ asio::awaitable<error_code> read_head(inbound& in, Parser& p, outbound& out) {
 template <class Parser>
 asio::awaitable<error_code> forward_body(inbound& in, Parser& p, outbound& out) {
   bool chunked = p.chunked();
-  std::array<char, piece_size> piece;
+  char* piece = in.piece_buffer();
   while (!p.is_done()) {
     auto& body = p.get().body();
-    body.data = piece.data();
-    body.size = piece.size();
+    body.data = piece;
+    body.size = piece_size;
     error_code ec = bh::error::need_more;
     std::size_t used = 0;
     if (in.buf.size() > 0) {
@@ -121,12 +130,12 @@ asio::awaitable<error_code> forward_body(inbound& in, Parser& p, outbound& out) 
       in.buf.consume(used);
     }
     if (ec == bh::error::need_buffer) ec = {};
-    std::size_t produced = piece.size() - body.size;
+    std::size_t produced = piece_size - body.size;
     if (produced > 0) {
       if (chunked)
-        append_chunk(out.pending, piece.data(), produced);
+        append_chunk(out.pending, piece, produced);
       else
-        out.pending.append(piece.data(), produced);
+        out.pending.append(piece, produced);
       if (out.pending.size() >= flush_at)
         if (auto flushed = co_await out.flush(); flushed) co_return flushed;
     }
