@@ -30,6 +30,7 @@ namespace {
 
 // Big enough for the largest ClientHello we accept, cut into the smallest records.
 constexpr std::size_t max_peek = 64 * 1024;
+constexpr std::size_t first_peek = 4 * 1024;
 
 struct peeked {
   proto::client_hello_result hello;
@@ -40,10 +41,15 @@ struct peeked {
 // page's TLS) receives is exactly what the visitor sent.
 asio::awaitable<peeked> peek_client_hello(tcp::socket& socket) {
   peeked out;
-  std::vector<std::uint8_t> buf(max_peek);
+  // Most ClientHellos are well under 2 KiB: start small, so a thousand visitors connecting at
+  // once do not each hold 64 KiB, and grow only as far as the hello says it needs.
+  std::vector<std::uint8_t> buf(first_peek);
   asio::steady_timer pause(socket.get_executor());
+  bool grown = false;
   for (bool first = true;; first = false) {
-    if (first) {
+    if (grown) {
+      grown = false;  // the bytes are already there: look again at once
+    } else if (first) {
       auto [ec] =
           co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
       if (ec) {
@@ -64,10 +70,16 @@ asio::awaitable<peeked> peek_client_hello(tcp::socket& socket) {
     }
     out.hello = proto::parse_client_hello({buf.data(), static_cast<std::size_t>(n)});
     if (out.hello.status != proto::hello_parse::incomplete) co_return out;
-    if (static_cast<std::size_t>(n) == buf.size()) {
-      out.hello.status = proto::hello_parse::invalid;
-      out.hello.reason = "ClientHello does not fit in 64 KiB";
-      co_return out;
+    std::size_t wanted = static_cast<std::size_t>(n) + std::max<std::size_t>(out.hello.need, 1);
+    if (wanted > buf.size()) {
+      if (buf.size() == max_peek) {
+        out.hello.status = proto::hello_parse::invalid;
+        out.hello.reason = "ClientHello does not fit in 64 KiB";
+        co_return out;
+      }
+      bool was_full = static_cast<std::size_t>(n) == buf.size();
+      buf.resize(std::min(max_peek, std::max(wanted, 2 * buf.size())));
+      grown = was_full;  // more may be waiting beyond what the small buffer could show
     }
   }
 }

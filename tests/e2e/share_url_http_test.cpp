@@ -200,6 +200,38 @@ TEST_F(share_http_test, AccessRulesMatrix) {
     EXPECT_EQ(relay_log.find(secret), std::string::npos) << secret;
 }
 
+// A visitor over IPv6: the relay listens on [::1] too, and the agent checks the visitor's IPv6
+// address against IPv6 networks.
+TEST_F(share_http_test, IPv6VisitorsAndIPv6AllowLists) {
+  auto relay = start_relay({"--https-listen", "127.0.0.1:0", "--https-listen", "[::1]:0"});
+  auto v6 = relay.proc->wait_for_line(std::regex(R"(served on \[::1\]:(\d+))"), 5s);
+  if (!v6) GTEST_SKIP() << "no IPv6 loopback here: " << relay.proc->output();
+  auto v6_port = static_cast<std::uint16_t>(std::stoi(v6->groups[1]));
+  http_service service;
+  std::uint16_t port = 0, other = 0;
+  auto inside =
+      start_http_agent(relay, service.port(), "six", port, "blind", {"--allow-ip", "::1/128"});
+  auto outside = start_http_agent(relay, service.port(), "notsix", other, "blind",
+                                  {"--allow-ip", "2001:db8::/32", "--allow-ip", "127.0.0.1"});
+  auto over_v6 = [&](const std::string& name) {
+    auto out =
+        run({"/usr/bin/curl", "-sS", "--max-time", "10", "--cacert", ca(), "-o", "/dev/null", "-w",
+             "%{http_code}", "--resolve",
+             name + ".burrow.localhost:" + std::to_string(v6_port) + ":[::1]",
+             "https://" + name + ".burrow.localhost:" + std::to_string(v6_port) + "/headers"},
+            15s);
+    std::string code = out.value_or("curl failed");
+    while (!code.empty() && std::isspace(static_cast<unsigned char>(code.back()))) code.pop_back();
+    return code;
+  };
+  EXPECT_EQ(over_v6("six"), "200");
+  EXPECT_EQ(service.last_headers()["x-forwarded-for"], "::1");
+  EXPECT_EQ(over_v6("notsix"), "403");
+  // The same URLs over IPv4: the other way round.
+  EXPECT_EQ(status("six", port, {"--cacert", ca()}), "403");
+  EXPECT_EQ(status("notsix", other, {"--cacert", ca()}), "200");
+}
+
 TEST_F(share_http_test, IdleAndFixedExpiryReleaseTheName) {
   auto relay = start_relay();
   http_service service;
