@@ -20,8 +20,6 @@ struct extensions_deleter {
   }
 };
 using extensions_ptr = std::unique_ptr<STACK_OF(X509_EXTENSION), extensions_deleter>;
-using general_name_ptr = std::unique_ptr<GENERAL_NAME, tls::openssl_deleter<&GENERAL_NAME_free>>;
-using general_names_ptr = std::unique_ptr<GENERAL_NAMES, tls::openssl_deleter<&GENERAL_NAMES_free>>;
 
 std::optional<boost::json::object> parse_object(std::string_view body) {
   boost::system::error_code ec;
@@ -87,17 +85,7 @@ std::string make_order_csr(std::string_view key_pem, std::string_view domain) {
                                   static_cast<int>(domain.size()), -1, 0))
     tls::throw_openssl_error("cannot set the request's common name");
 
-  general_names_ptr names(sk_GENERAL_NAME_new_null());
-  general_name_ptr name(GENERAL_NAME_new());
-  ASN1_IA5STRING* value = ASN1_IA5STRING_new();
-  if (!names || !name || !value ||
-      !ASN1_STRING_set(value, domain.data(), static_cast<int>(domain.size()))) {
-    ASN1_IA5STRING_free(value);
-    tls::throw_openssl_error("cannot encode DNS name");
-  }
-  GENERAL_NAME_set0_value(name.get(), GEN_DNS, value);
-  if (!sk_GENERAL_NAME_push(names.get(), name.get())) tls::throw_openssl_error("SAN push failed");
-  name.release();
+  auto names = tls::dns_general_names(domain);
   STACK_OF(X509_EXTENSION)* raw = nullptr;
   if (X509V3_add1_i2d(&raw, NID_subject_alt_name, names.get(), 0, X509V3_ADD_DEFAULT) != 1)
     tls::throw_openssl_error("cannot encode subjectAltName");

@@ -26,8 +26,6 @@ using ext_ptr = std::unique_ptr<X509_EXTENSION, tls::openssl_deleter<&X509_EXTEN
 using object_ptr = std::unique_ptr<ASN1_OBJECT, tls::openssl_deleter<&ASN1_OBJECT_free>>;
 using octets_ptr =
     std::unique_ptr<ASN1_OCTET_STRING, tls::openssl_deleter<&ASN1_OCTET_STRING_free>>;
-using general_name_ptr = std::unique_ptr<GENERAL_NAME, tls::openssl_deleter<&GENERAL_NAME_free>>;
-using general_names_ptr = std::unique_ptr<GENERAL_NAMES, tls::openssl_deleter<&GENERAL_NAMES_free>>;
 
 constexpr const char* acme_identifier_oid = "1.3.6.1.5.5.7.1.31";
 
@@ -59,17 +57,7 @@ void set_serial_and_validity(X509* x) {
 }
 
 void add_dns_name(X509* x, std::string_view domain) {
-  general_names_ptr names(sk_GENERAL_NAME_new_null());
-  general_name_ptr name(GENERAL_NAME_new());
-  ASN1_IA5STRING* value = ASN1_IA5STRING_new();
-  if (!names || !name || !value ||
-      !ASN1_STRING_set(value, domain.data(), static_cast<int>(domain.size()))) {
-    ASN1_IA5STRING_free(value);
-    tls::throw_openssl_error("cannot encode DNS name");
-  }
-  GENERAL_NAME_set0_value(name.get(), GEN_DNS, value);
-  if (!sk_GENERAL_NAME_push(names.get(), name.get())) tls::throw_openssl_error("SAN push failed");
-  name.release();
+  auto names = tls::dns_general_names(domain);
   if (!X509_add1_ext_i2d(x, NID_subject_alt_name, names.get(), 0, X509V3_ADD_DEFAULT))
     tls::throw_openssl_error("cannot add subjectAltName");
 }

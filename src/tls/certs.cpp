@@ -24,7 +24,6 @@ using bio_ptr = std::unique_ptr<BIO, openssl_deleter<&BIO_free_all>>;
 using bn_ptr = std::unique_ptr<BIGNUM, openssl_deleter<&BN_free>>;
 using ext_ptr = std::unique_ptr<X509_EXTENSION, openssl_deleter<&X509_EXTENSION_free>>;
 using general_name_ptr = std::unique_ptr<GENERAL_NAME, openssl_deleter<&GENERAL_NAME_free>>;
-using general_names_ptr = std::unique_ptr<GENERAL_NAMES, openssl_deleter<&GENERAL_NAMES_free>>;
 using asn1_string_ptr = std::unique_ptr<ASN1_STRING, openssl_deleter<&ASN1_STRING_free>>;
 
 bio_ptr memory_bio(std::string_view data) {
@@ -191,6 +190,16 @@ void throw_openssl_error(std::string_view what) {
     ERR_error_string_n(code, buf, sizeof buf);
   ERR_clear_error();
   throw std::runtime_error(std::string(what) + ": " + buf);
+}
+
+general_names_ptr dns_general_names(std::string_view dns_name) {
+  general_names_ptr names(sk_GENERAL_NAME_new_null());
+  if (!names) throw_openssl_error("cannot allocate SAN list");
+  asn1_string_ptr value(ASN1_IA5STRING_new());
+  if (!value || !ASN1_STRING_set(value.get(), dns_name.data(), static_cast<int>(dns_name.size())))
+    throw_openssl_error("cannot encode DNS name");
+  push_name(names.get(), GEN_DNS, std::move(value));
+  return names;
 }
 
 key_pair make_ca(std::string_view common_name, std::chrono::hours validity) {

@@ -4,6 +4,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <chrono>
 #include <memory>
@@ -28,6 +29,10 @@ struct openssl_deleter {
 };
 using x509_ptr = std::unique_ptr<X509, openssl_deleter<&X509_free>>;
 using evp_pkey_ptr = std::unique_ptr<EVP_PKEY, openssl_deleter<&EVP_PKEY_free>>;
+using general_names_ptr = std::unique_ptr<GENERAL_NAMES, openssl_deleter<&GENERAL_NAMES_free>>;
+
+// A subjectAltName value holding exactly one dNSName; throws std::runtime_error.
+general_names_ptr dns_general_names(std::string_view dns_name);
 
 // Throws std::runtime_error "what: <first OpenSSL error>" and clears the error queue.
 [[noreturn]] void throw_openssl_error(std::string_view what);
