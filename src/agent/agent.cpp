@@ -548,6 +548,9 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
     co_await std::move(serving);
     co_return;
   }
+  if (svc.kind == "http")  // passthrough: each visitor connection counts as activity for expiry
+    services_[index].last_request->store(
+        std::chrono::steady_clock::now().time_since_epoch().count());
   tcp::socket socket(l->executor());
   auto connected = co_await with_deadline(tcp_connect_one(socket, services_[index].target),
                                           config_.local_connect_timeout);
