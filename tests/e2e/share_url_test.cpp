@@ -82,6 +82,24 @@ TEST_F(passthrough_test, PassthroughReachesTheLocalTlsServiceUntouched) {
   EXPECT_NE(seen->find(upper), std::string::npos) << *seen << " expected " << upper;
 }
 
+// The agent sees no requests in passthrough mode: connections keep the URL alive instead.
+TEST_F(passthrough_test, ConnectionsKeepAPassthroughUrlFromIdleExpiry) {
+  auto relay = start_relay();
+  auto port = free_port();
+  auto service = start_tls_service(port, "busy.burrow.localhost");
+  std::uint16_t share_port = 0;
+  auto agent =
+      start_http_agent(relay, port, "busy", share_port, "passthrough", {"--idle-expiry", "3s"});
+  for (int i = 0; i < 5; ++i) {
+    auto page = curl("busy.burrow.localhost", share_port, {"-k"});
+    ASSERT_TRUE(page) << i;
+    EXPECT_NE(page->find("status=200"), std::string::npos) << i << *page;
+    std::this_thread::sleep_for(1s);
+  }
+  EXPECT_EQ(agent->output().find("expired"), std::string::npos) << agent->output();
+  EXPECT_TRUE(agent->wait_for_line(std::regex("share URL \\S+ expired"), 10s));
+}
+
 TEST_F(passthrough_test, UnknownOfflineAndNamelessVisitorsGetTheRelaysOwnPage) {
   auto relay = start_relay();
   ASSERT_NE(relay.https_port, 0);
