@@ -288,6 +288,16 @@ class session {
     }
     requests_done_ = true;
     queue_changed_.notify();
+    // No more requests will be served (a refusal, or the last request of the connection): read
+    // and drop what the visitor still sends until it closes, so that closing does not reset the
+    // connection under the answer it has yet to read. The head deadline bounds the wait.
+    head_deadline_ = clock::now() + options_.head_timeout;
+    while (!closed_ && !from_visitor_.eof) {
+      from_visitor_.buf.consume(from_visitor_.buf.size());
+      auto filled = co_await from_visitor_.fill();
+      if (filled && filled != asio::error::eof) break;
+    }
+    head_deadline_ = clock::time_point::max();
   }
 
   asio::awaitable<void> responses() {

@@ -248,6 +248,39 @@ TEST(HttpProxy, ScreenedRequestsNeverReachTheLocalService) {
   EXPECT_EQ(seen_by_local, "");
 }
 
+// A refused upload: the visitor is still sending its body when the answer goes out. The proxy
+// reads and drops the rest until the visitor closes, so the visitor finishes sending and reads
+// the answer and a clean end of file, never a reset.
+TEST(HttpProxy, ARefusalIsReadWholeWhileTheVisitorIsStillSending) {
+  auto options = proxy_rig::default_options();
+  options.screen = [](const request_head&) {
+    return simple_response(403, "Forbidden", "not you\n");
+  };
+  std::optional<std::string> answer;
+  {
+    proxy_rig rig([](int fd) { test::read_until_eof(fd, 10s, 1 << 20); }, options);
+    int fd = rig.connect();
+    ASSERT_GE(fd, 0);
+    std::string body = test::deterministic_bytes(4 << 20, 5);
+    ASSERT_TRUE(test::write_all(fd,
+                                "PUT /big HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+                                    std::to_string(body.size()) + "\r\n\r\n",
+                                5s));
+    bool sent = false;
+    std::thread sender([&] {
+      sent = test::write_all(fd, body, 10s);
+      ::shutdown(fd, SHUT_WR);
+    });
+    answer = test::read_until_eof(fd, 10s, 1 << 20);
+    sender.join();
+    EXPECT_TRUE(sent) << "the visitor's upload was cut by a reset";
+    ::close(fd);
+    EXPECT_TRUE(rig.finished(5s));
+  }
+  ASSERT_TRUE(answer) << "the answer was cut by a reset";
+  EXPECT_TRUE(answer->starts_with("HTTP/1.1 403 Forbidden")) << *answer;
+}
+
 TEST(HttpProxy, OversizedAndMalformedHeadsAreAnsweredAndClosed) {
   {
     proxy_rig rig([](int fd) { test::read_until_eof(fd, 5s, 1 << 20); });
