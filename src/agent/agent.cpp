@@ -460,7 +460,11 @@ void agent::start_acme(std::size_t index) {
   s.acme_running = true;
   spdlog::info("service {}: asking {} for a certificate for {}", s.config.name,
                s.config.acme_directory, s.host);
-  spawn_logged(workers_.at(0).get_executor(), acme_issue(index), "ACME");
+  // Posted, never spawned here: co_spawn runs the coroutine at once when called on its own
+  // executor's thread, and acme_issue takes mutex_, which our caller holds.
+  asio::post(workers_.at(0).get_executor(), [this, index] {
+    spawn_logged(workers_.at(0).get_executor(), acme_issue(index), "ACME");
+  });
 }
 
 asio::awaitable<void> agent::acme_issue(std::size_t index) {
