@@ -2,6 +2,7 @@
 // validates TLS-ALPN-01 by connecting to the relay's HTTPS port; the relay routes the validation
 // by SNI to the agent like any visitor, so it never holds the key or signs anything.
 #include <fstream>
+#include <thread>
 
 #include "e2e/share_url_fixture.hpp"
 #include "harness/http_service.hpp"
@@ -46,6 +47,29 @@ TEST_F(share_url_test, AcmeCertificateValidatedThroughTheRelay) {
                        10s);
   ASSERT_TRUE(presented && agent_key);
   EXPECT_EQ(*presented, *agent_key);
+}
+
+// Renewal comes from the agent's once-a-second upkeep, not from a registration: with 12 s
+// certificates, a second one after about 8 s.
+TEST_F(share_url_test, AcmeCertificateIsRenewed) {
+  if (!pebble_server::available()) GTEST_SKIP() << "pebble is not installed";
+  auto relay = start_relay();
+  pebble_server pebble(dir_, relay.https_port, std::chrono::seconds(12));
+  http_service service;
+  std::uint16_t port = 0;
+  auto agent = start_http_agent(relay, service.port(), "renew", port, "blind",
+                                {"--acme", pebble.directory_url(), "--acme-ca", pebble.ca_file()});
+  ASSERT_NE(port, 0) << agent->output();
+  ASSERT_TRUE(agent->wait_for_line(
+      std::regex("renewed the certificate for renew.burrow.localhost from the ACME CA"), 20s))
+      << agent->output();
+  std::this_thread::sleep_for(5s);  // the first certificate has expired by now
+  auto root = pebble.root_pem();
+  std::ofstream(dir_ / "acme-root.pem") << root;
+  auto page = curl("renew.burrow.localhost", port, {"--cacert", (dir_ / "acme-root.pem").string()},
+                   "/headers");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->find("status=200"), std::string::npos) << *page;
 }
 
 }  // namespace

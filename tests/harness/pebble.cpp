@@ -57,7 +57,8 @@ bool pebble_server::available() {
   return fs::exists(pebble_binary) && fs::exists(challtestsrv_binary);
 }
 
-pebble_server::pebble_server(fs::path dir, std::uint16_t tls_port) : dir_(std::move(dir)) {
+pebble_server::pebble_server(fs::path dir, std::uint16_t tls_port, std::chrono::seconds validity)
+    : dir_(std::move(dir)) {
   // Pebble's own API certificate, from a CA only this test trusts.
   auto ca = tls::make_ca("burrow ACME test CA", 24h);
   auto api = tls::make_leaf(ca, "localhost", {"localhost"}, {"127.0.0.1"}, 24h);
@@ -85,7 +86,11 @@ pebble_server::pebble_server(fs::path dir, std::uint16_t tls_port) : dir_(std::m
                  R"(","privateKey":")" + (dir_ / "pebble-api-key.pem").string() +
                  R"(","httpPort":)" + std::to_string(free_dual_port()) + R"(,"tlsPort":)" +
                  std::to_string(tls_port) +
-                 R"(,"ocspResponderURL":"","externalAccountBindingRequired":false}})");
+                 R"(,"ocspResponderURL":"","externalAccountBindingRequired":false)" +
+                 (validity.count() > 0
+                      ? R"(,"certificateValidityPeriod":)" + std::to_string(validity.count())
+                      : std::string()) +
+                 "}}");
   pebble_ = child_process::start(
       "pebble",
       {pebble_binary, "-config", (dir_ / "pebble.json").string(), "-dnsserver",

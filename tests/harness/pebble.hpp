@@ -2,6 +2,7 @@
 // name with 127.0.0.1, validating TLS-ALPN-01 on a port the test chooses.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -17,7 +18,9 @@ class pebble_server {
 
   // Starts both in `dir` (which must exist); pebble connects to 127.0.0.1:`tls_port` to validate
   // TLS-ALPN-01. Throws std::runtime_error if either does not start.
-  pebble_server(std::filesystem::path dir, std::uint16_t tls_port);
+  // `validity`: the lifetime of the certificates it issues (0: pebble's default, 5 years).
+  pebble_server(std::filesystem::path dir, std::uint16_t tls_port,
+                std::chrono::seconds validity = std::chrono::seconds(0));
   ~pebble_server();
   pebble_server(const pebble_server&) = delete;
   pebble_server& operator=(const pebble_server&) = delete;
