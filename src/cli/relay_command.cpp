@@ -46,6 +46,18 @@ void add_relay_options(option_set& o, CLI::App& app) {
   o.add(app, "max-streams", "open streams per link (default 65536)");
   o.add(app, "stream-idle-timeout", "close streams idle this long; 0 = never (default 0)");
   o.add(app, "window", "per-stream flow-control window in bytes (default 262144)");
+  o.add(app, "source-connections",
+        "open connections one source address may hold across all listeners (IPv6: per /64); "
+        "0 = no limit (default 2048)");
+  o.add(app, "source-rate",
+        "new connections per second one source address may open; 0 = no limit (default 500)");
+  o.add(app, "source-burst",
+        "new connections a quiet source address may open at once (default 2000)");
+  o.add(app, "tcp-keepalive",
+        "idle time before TCP keepalive probes reap a vanished peer; 0 = off (default 60s)");
+  o.add_list(app, "metrics-listen",
+             "serve Prometheus metrics at http://HOST:PORT/metrics, repeatable (default: none; "
+             "keep it on a private address)");
 }
 
 int print_relay_ca(const layered_settings& s) {
@@ -80,6 +92,9 @@ int run_relay(const layered_settings& s) {
                        format_host_port(ep.address().to_string(), ep.port()));
   for (auto& ep : r.http_endpoints())
     out += fmt::format("plain HTTP for NAME.{} served on {}\n", domain,
+                       format_host_port(ep.address().to_string(), ep.port()));
+  for (auto& ep : r.metrics_endpoints())
+    out += fmt::format("metrics at http://{}/metrics\n",
                        format_host_port(ep.address().to_string(), ep.port()));
   out += fmt::format("relay fingerprint: {}\nstate directory: {}\n", fingerprint, dir.string());
   std::string relay_addr = format_host_port(host, port);

@@ -75,6 +75,7 @@ asio::awaitable<boost::system::error_code> tls_accept(link::tls_stream& tls) {
 relay::relay(relay_config config, relay_state state)
     : config_(std::move(config)),
       state_(std::move(state)),
+      sources_(config_.source),
       workers_(config_.workers ? config_.workers
                                : std::max(1u, std::thread::hardware_concurrency())),
       tls_(tls::make_server_context(state_.server, {"burrow/1"})),
@@ -83,6 +84,7 @@ relay::relay(relay_config config, relay_state state)
                          std::chrono::hours(24 * 90)))),
       names_(config_.grace) {
   token_id_ = hex(sha256(state_.agent_token)).substr(0, 12);
+  register_metrics();
 
   advertise_ = config_.advertise;
   if (advertise_.empty() && !config_.listen.empty()) {
@@ -96,9 +98,11 @@ relay::relay(relay_config config, relay_state state)
       [this](std::uint16_t port, std::string_view service,
              std::string& error) -> std::shared_ptr<public_port> {
         try {
-          return std::make_shared<public_port>(
-              workers_.next().get_executor(), config_.public_bind, port,
-              [this](tcp::socket s, std::uint16_t p) { on_visitor(std::move(s), p, 0); });
+          return std::make_shared<public_port>(workers_.next().get_executor(), config_.public_bind,
+                                               port, [this](tcp::socket s, std::uint16_t p) {
+                                                 if (auto held = admit(s, listener::port))
+                                                   on_visitor(std::move(s), p, 0, std::move(*held));
+                                               });
         } catch (const std::exception& e) {
           error = "cannot listen on port " + std::to_string(port) + " for service " +
                   std::string(service) + ": " + e.what();
@@ -131,6 +135,7 @@ void relay::bind() {
   }
   if (agent_acceptors_.empty()) throw std::runtime_error("no agent listener could be bound");
   bind_https();
+  bind_metrics();
 }
 
 std::vector<tcp::endpoint> relay::agent_endpoints() const {
@@ -142,18 +147,20 @@ std::vector<tcp::endpoint> relay::agent_endpoints() const {
 int relay::run() {
   auto ex = workers_.at(0).get_executor();
   for (auto& a : agent_acceptors_)
-    spawn_logged(ex, accept_loop(*a, "agent listener", &relay::link_session), "agent listener");
+    spawn_logged(ex, accept_loop(*a, listener::agent, &relay::link_session), "agent listener");
   for (auto& a : https_acceptors_)
-    spawn_logged(ex, accept_loop(*a, "HTTPS listener", &relay::https_session), "HTTPS listener");
+    spawn_logged(ex, accept_loop(*a, listener::https, &relay::https_session), "HTTPS listener");
   for (auto& a : http_acceptors_)
-    spawn_logged(ex, accept_loop(*a, "HTTP listener", &relay::http_session), "HTTP listener");
+    spawn_logged(ex, accept_loop(*a, listener::http, &relay::http_session), "HTTP listener");
+  serve_metrics_listeners();
   spawn_logged(ex, housekeeping(), "housekeeping");
   workers_.run([this, ex] { spawn_logged(ex, shutdown(), "shutdown"); });
   return 0;
 }
 
-asio::awaitable<void> relay::accept_loop(tcp::acceptor& acceptor, std::string what,
+asio::awaitable<void> relay::accept_loop(tcp::acceptor& acceptor, listener which,
                                          session_fn session) {
+  std::string what = listener_title(which);
   asio::steady_timer pause(acceptor.get_executor());
   for (;;) {
     auto [ec, socket] =
@@ -161,17 +168,20 @@ asio::awaitable<void> relay::accept_loop(tcp::acceptor& acceptor, std::string wh
     if (stopping_ || ec == asio::error::operation_aborted) co_return;
     if (ec) {
       // EMFILE and the like: wait and go on; the listener never ends on its own.
+      accept_failed(which);
       spdlog::warn("{}: accept failed: {}; retrying in 100ms", what, ec.message());
       pause.expires_after(std::chrono::milliseconds(100));
       co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
       continue;
     }
+    auto held = admit(socket, which);
+    if (!held) continue;
     auto ex = socket.get_executor();
-    spawn_logged(ex, (this->*session)(std::move(socket)), what);
+    spawn_logged(ex, (this->*session)(std::move(socket), std::move(*held)), what);
   }
 }
 
-asio::awaitable<void> relay::link_session(tcp::socket socket) {
+asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] lease held) {
   boost::system::error_code ec;
   auto peer = socket.remote_endpoint(ec);
   std::string who = ec ? "unknown" : endpoint_text(peer);
@@ -180,31 +190,37 @@ asio::awaitable<void> relay::link_session(tcp::socket socket) {
 
   auto handshake = co_await with_deadline(tls_accept(tls), config_.handshake_timeout);
   if (!handshake || *handshake) {
+    rejected(listener::agent, handshake ? "tls_failed" : "handshake_timeout");
     spdlog::info("connection from {}: TLS handshake {}", who,
                  handshake ? "failed: " + handshake->message() : "timed out");
     co_return;
   }
   if (link::negotiated_protocol(tls) != "burrow/1") {
+    rejected(listener::agent, "no_alpn");
     spdlog::info("connection from {}: client did not offer ALPN burrow/1", who);
     co_return;
   }
   auto first = co_await with_deadline(link::read_control_frame(tls), config_.handshake_timeout);
   if (!first) {
+    rejected(listener::agent, "hello_timeout");
     spdlog::info("connection from {}: no hello within {}ms", who,
                  config_.handshake_timeout.count());
     co_return;
   }
   if (!first->message) {
+    rejected(listener::agent, "bad_hello");
     spdlog::info("connection from {}: bad hello: {}", who, first->error);
     co_return;
   }
   auto* hello = std::get_if<proto::hello>(&*first->message);
   if (!hello) {
+    rejected(listener::agent, "protocol_error");
     co_await refuse_agent(tls, who, "protocol_error", "the first message on a link must be hello");
     co_return;
   }
   if (std::find(hello->versions.begin(), hello->versions.end(), proto::protocol_version) ==
       hello->versions.end()) {
+    rejected(listener::agent, "unsupported_version");
     co_await refuse_agent(
         tls, who, "unsupported_version",
         "this relay speaks link protocol version " + std::to_string(proto::protocol_version));
@@ -212,21 +228,25 @@ asio::awaitable<void> relay::link_session(tcp::socket socket) {
   }
   const bool visitor = hello->role == "visitor";
   if (!visitor && hello->role != "agent") {
+    rejected(listener::agent, "unsupported_role");
     co_await refuse_agent(tls, who, "unsupported_role",
                           "this port accepts agents and visitors (burrow connect)");
     co_return;
   }
   // Visitors need no agent token: a service that wants one asks for a visitor token per stream.
   if (!visitor && !constant_time_equal(hello->token, state_.agent_token)) {
+    rejected(listener::agent, "bad_token");
     co_await refuse_agent(tls, who, "bad_token", "the relay did not accept this token");
     co_return;
   }
   if (hello->session.empty() || hello->session.size() > 64) {
+    rejected(listener::agent, "protocol_error");
     co_await refuse_agent(tls, who, "protocol_error",
                           "hello needs a session id of 1 to 64 characters");
     co_return;
   }
   if (stopping_) {
+    rejected(listener::agent, "going_away");
     co_await refuse_agent(tls, who, "going_away", "the relay is shutting down");
     co_return;
   }
@@ -492,7 +512,7 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   co_await std::move(bridging);
 }
 
-void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt) {
+void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt, lease held) {
   auto route = registry_->pick(port);
   boost::system::error_code ec;
   if (!route.link || stopping_) {
@@ -501,16 +521,17 @@ void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt) {
   }
   auto l = std::move(route.link);
   auto ex = l->executor();
-  move_socket(std::move(socket), ex,
-              [this, l, port, attempt, service = std::move(route.service)](tcp::socket moved) {
-                spawn_logged(l->executor(),
-                             visitor_session(l, std::move(moved), port, service, attempt),
-                             "visitor");
-              });
+  move_socket(
+      std::move(socket), ex,
+      [this, l, port, attempt, held, service = std::move(route.service)](tcp::socket moved) {
+        spawn_logged(l->executor(),
+                     visitor_session(l, std::move(moved), port, service, attempt, held), "visitor");
+      });
 }
 
 asio::awaitable<void> relay::visitor_session(std::shared_ptr<link::link> l, tcp::socket socket,
-                                             std::uint16_t port, std::string service, int attempt) {
+                                             std::uint16_t port, std::string service, int attempt,
+                                             lease held) {
   counted in_flight(active_streams_);
   boost::system::error_code ec;
   auto meta = visitor_metadata(socket, std::move(service), port);
@@ -519,7 +540,7 @@ asio::awaitable<void> relay::visitor_session(std::shared_ptr<link::link> l, tcp:
   if (!s) {
     // This link is full or going away; another link of the same agent may take the visitor.
     if (attempt < 3 && !stopping_) {
-      on_visitor(std::move(socket), port, attempt + 1);
+      on_visitor(std::move(socket), port, attempt + 1, std::move(held));
       co_return;
     }
     socket.set_option(asio::socket_base::linger(true, 0), ec);
@@ -535,6 +556,7 @@ asio::awaitable<void> relay::housekeeping() {
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     registry_->expire(std::chrono::steady_clock::now());
     names_.expire(std::chrono::steady_clock::now());
+    sources_.sweep();
     std::lock_guard lock(links_mutex_);
     std::erase_if(links_, [](auto& w) { return w.expired(); });
   }
@@ -542,7 +564,7 @@ asio::awaitable<void> relay::housekeeping() {
 
 asio::awaitable<void> relay::shutdown() {
   if (stopping_.exchange(true)) co_return;
-  for (auto* list : {&agent_acceptors_, &https_acceptors_, &http_acceptors_})
+  for (auto* list : {&agent_acceptors_, &https_acceptors_, &http_acceptors_, &metrics_acceptors_})
     for (auto& a : *list) {
       boost::system::error_code ec;
       a->close(ec);

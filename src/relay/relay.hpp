@@ -2,6 +2,7 @@
 // stream on one of the owning agent's links. One io_context per worker thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -9,14 +10,19 @@
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/log_limiter.hpp"
+#include "core/metrics.hpp"
 #include "core/workers.hpp"
 #include "link/link.hpp"
 #include "relay/name_registry.hpp"
 #include "relay/port_registry.hpp"
 #include "relay/relay_config.hpp"
+#include "relay/source_limits.hpp"
 #include "relay/state_dir.hpp"
 
 namespace burrow::relay {
@@ -32,17 +38,41 @@ class relay {
   const std::string& advertise_host() const { return advertise_; }
   std::vector<boost::asio::ip::tcp::endpoint> https_endpoints() const;
   std::vector<boost::asio::ip::tcp::endpoint> http_endpoints() const;
+  std::vector<boost::asio::ip::tcp::endpoint> metrics_endpoints() const;
 
   // Serves until SIGTERM or SIGINT, then drains and returns the exit code.
   int run();
 
  private:
-  using session_fn = boost::asio::awaitable<void> (relay::*)(boost::asio::ip::tcp::socket);
-  // Accepts until the relay stops; each connection runs `session` on its own worker.
-  boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor,
-                                           std::string what, session_fn session);
+  // Held for as long as a connection is open: it counts against its source's limit.
+  using lease = source_limits::lease;
+  enum class listener { agent, https, http, port };
+  static constexpr std::size_t listener_count = 4;
+  using session_fn = boost::asio::awaitable<void> (relay::*)(boost::asio::ip::tcp::socket, lease);
+  // Accepts until the relay stops; each admitted connection runs `session` on its own worker.
+  boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor, listener which,
+                                           session_fn session);
+  // The per-source check at accept, before any byte is read: a refused connection is closed with
+  // a reset, counted and logged at a bounded rate. Admitted sockets get TCP keepalive, so a
+  // visitor that vanished without a FIN is reaped.
+  template <class Socket>
+  std::optional<lease> admit(Socket& socket, listener which) {
+    boost::system::error_code ec;
+    auto peer = socket.remote_endpoint(ec);
+    if (ec) return std::nullopt;  // already gone
+    return admit(socket.native_handle(), peer, which);
+  }
+  // Refused: the descriptor is set to close with a reset; the caller drops the socket.
+  std::optional<lease> admit(int fd, const boost::asio::ip::tcp::endpoint& peer, listener which);
+  // Counts a connection turned away after it was admitted (bad TLS, no hello, a deadline...).
+  void rejected(listener which, std::string_view reason);
+  void accept_failed(listener which);
+  static const char* listener_title(listener which);
+  void register_metrics();
+  void bind_metrics();
+  void serve_metrics_listeners();
   // A link from an agent, or from a visitor's `burrow connect`: the hello says which.
-  boost::asio::awaitable<void> link_session(boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> link_session(boost::asio::ip::tcp::socket socket, lease held);
   void serve_agent(link::link::handlers& h, link::link* link, owner_id owner,
                    const std::string& name);
   // A stream a visitor opened to an end-to-end service: bridged to a stream on an agent link.
@@ -51,8 +81,8 @@ class relay {
                                               proto::open_metadata meta);
   boost::asio::awaitable<void> visitor_session(std::shared_ptr<link::link> link,
                                                boost::asio::ip::tcp::socket socket,
-                                               std::uint16_t port, std::string service,
-                                               int attempt);
+                                               std::uint16_t port, std::string service, int attempt,
+                                               lease held);
   proto::service_result claim_share_url(const owner_id& owner, const proto::service_spec& spec,
                                         const std::shared_ptr<link::link>& link);
   // Signs a share URL's certificate from the agent's request, if that agent holds the name.
@@ -66,31 +96,43 @@ class relay {
                 const char* what,
                 std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>>& out);
   // Plain HTTP (relay_http.cpp): route by Host; redirect to HTTPS or forward in the clear.
-  boost::asio::awaitable<void> http_session(boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> http_session(boost::asio::ip::tcp::socket socket, lease held);
   boost::asio::awaitable<void> http_visitor(std::shared_ptr<link::link> link,
                                             boost::asio::ip::tcp::socket socket, std::string name,
-                                            std::string head, int attempt);
-  boost::asio::awaitable<void> https_session(boost::asio::ip::tcp::socket socket);
+                                            std::string head, int attempt, lease held);
+  boost::asio::awaitable<void> https_session(boost::asio::ip::tcp::socket socket, lease held);
   boost::asio::awaitable<void> https_visitor(std::shared_ptr<link::link> link,
                                              boost::asio::ip::tcp::socket socket, std::string name,
-                                             int attempt);
+                                             int attempt, lease held);
   // Inspect mode: TLS ends here with the relay's *.DOMAIN certificate; each request is checked
   // against the share URL's rules, logged, and forwarded as HTTP in a stream to the agent.
   boost::asio::awaitable<void> inspect_visitor(std::shared_ptr<link::link> link,
                                                boost::asio::ip::tcp::socket socket,
                                                std::string name,
-                                               std::shared_ptr<const http::access_rules> rules);
+                                               std::shared_ptr<const http::access_rules> rules,
+                                               lease held);
   // Ends TLS with the relay's own certificate for the domain and answers with a small page.
   boost::asio::awaitable<void> error_page(boost::asio::ip::tcp::socket socket, int status,
                                           std::string message);
   boost::asio::awaitable<void> housekeeping();
   boost::asio::awaitable<void> shutdown();
-  void on_visitor(boost::asio::ip::tcp::socket socket, std::uint16_t port, int attempt);
+  void on_visitor(boost::asio::ip::tcp::socket socket, std::uint16_t port, int attempt, lease held);
 
   relay_config config_;
   relay_state state_;
   std::string advertise_;
   std::string token_id_;
+  // Before the workers: sessions destroyed with the workers' io_contexts give their leases back.
+  source_limits sources_;
+  metrics metrics_;
+  struct listener_counters {
+    metrics::counter* accepted = nullptr;
+    metrics::counter* refused_open = nullptr;
+    metrics::counter* refused_rate = nullptr;
+    metrics::counter* accept_errors = nullptr;
+  };
+  std::array<listener_counters, listener_count> counters_{};
+  shared_log_limiter refusal_log_;
   workers workers_;
   boost::asio::ssl::context tls_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> agent_acceptors_;
@@ -98,6 +140,7 @@ class relay {
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> http_acceptors_;
   std::uint16_t https_port_ = 0;          // for share URLs; 0: no HTTPS listener
   boost::asio::ssl::context domain_tls_;  // *.DOMAIN, signed by the relay's CA: error pages
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> metrics_acceptors_;
   std::unique_ptr<port_registry> registry_;
   name_registry names_;
 

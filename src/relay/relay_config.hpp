@@ -8,6 +8,7 @@
 
 #include "core/address.hpp"
 #include "link/limits.hpp"
+#include "relay/source_limits.hpp"
 
 namespace burrow::relay {
 
@@ -34,6 +35,12 @@ struct relay_config {
   std::chrono::milliseconds handshake_timeout{10000};
   std::chrono::milliseconds drain_timeout{10000};
   link::link_limits limits;
+  // Per source address, on every listener (agents, HTTPS, HTTP, public ports).
+  source_limit_config source;
+  // TCP keepalive on accepted connections: idle time before the first probe; 0: off.
+  std::chrono::seconds tcp_keepalive{60};
+  // Prometheus metrics at http://ADDRESS/metrics; empty: no listener.
+  std::vector<std::string> metrics_listen;
 };
 
 }  // namespace burrow::relay

@@ -56,18 +56,22 @@ asio::awaitable<void> answer_plain(tcp::socket& socket, std::string response) {
 
 }  // namespace
 
-asio::awaitable<void> relay::http_session(tcp::socket socket) {
+asio::awaitable<void> relay::http_session(tcp::socket socket, lease held) {
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
   std::string bytes;
   auto reading = read_first_head(socket, bytes);
   auto got = co_await with_deadline(std::move(reading), config_.handshake_timeout);
-  if (!got || (*got && *got != boost::beast::http::error::header_limit)) co_return;
+  if (!got || (*got && *got != boost::beast::http::error::header_limit)) {
+    rejected(listener::http, got ? "closed_early" : "request_head_timeout");
+    co_return;
+  }
   auto head = *got ? std::nullopt : http::parse_request_head(bytes);
   std::string response;
   std::string name;
   std::string host;
   if (!head) {
+    rejected(listener::http, "bad_request");
     response = http::page_response(400, "not an HTTP/1.1 request this relay can route");
   } else {
     std::string_view host_header = (*head)[boost::beast::http::field::host];
@@ -110,15 +114,17 @@ asio::awaitable<void> relay::http_session(tcp::socket socket) {
     co_return;
   }
   move_socket(std::move(socket), target->executor(),
-              [this, target, name, bytes = std::move(bytes)](tcp::socket moved) mutable {
-                spawn_logged(target->executor(),
-                             http_visitor(target, std::move(moved), name, std::move(bytes), 0),
-                             "http visitor");
+              [this, target, name, held, bytes = std::move(bytes)](tcp::socket moved) mutable {
+                spawn_logged(
+                    target->executor(),
+                    http_visitor(target, std::move(moved), name, std::move(bytes), 0, held),
+                    "http visitor");
               });
 }
 
 asio::awaitable<void> relay::http_visitor(std::shared_ptr<link::link> l, tcp::socket socket,
-                                          std::string name, std::string head, int attempt) {
+                                          std::string name, std::string head, int attempt,
+                                          lease held) {
   counted in_flight(active_streams_);
   boost::system::error_code ec;
   auto local = socket.local_endpoint(ec);
@@ -130,13 +136,14 @@ asio::awaitable<void> relay::http_visitor(std::shared_ptr<link::link> l, tcp::so
     auto route = names_.pick(name, "http", "", l->executor(), l.get());
     if (attempt < 3 && route.link && !stopping_) {
       auto next = std::move(route.link);
-      move_socket(std::move(socket), next->executor(),
-                  [this, next, name, attempt, head = std::move(head)](tcp::socket moved) mutable {
-                    spawn_logged(
-                        next->executor(),
-                        http_visitor(next, std::move(moved), name, std::move(head), attempt + 1),
-                        "http visitor");
-                  });
+      move_socket(
+          std::move(socket), next->executor(),
+          [this, next, name, attempt, held, head = std::move(head)](tcp::socket moved) mutable {
+            spawn_logged(
+                next->executor(),
+                http_visitor(next, std::move(moved), name, std::move(head), attempt + 1, held),
+                "http visitor");
+          });
       co_return;
     }
     socket.set_option(asio::socket_base::linger(true, 0), ec);

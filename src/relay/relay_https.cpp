@@ -148,13 +148,17 @@ std::vector<tcp::endpoint> relay::http_endpoints() const {
   return out;
 }
 
-asio::awaitable<void> relay::https_session(tcp::socket socket) {
+asio::awaitable<void> relay::https_session(tcp::socket socket, lease held) {
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
   auto peeking = peek_client_hello(socket);
   auto got = co_await with_deadline(std::move(peeking), config_.handshake_timeout);
-  if (!got || got->eof) co_return;  // silent or gone: nothing to answer
+  if (!got || got->eof) {  // silent or gone: nothing to answer
+    rejected(listener::https, got ? "closed_early" : "client_hello_timeout");
+    co_return;
+  }
   if (got->hello.status != proto::hello_parse::ok) {
+    rejected(listener::https, "not_client_hello");
     spdlog::debug("HTTPS visitor: not a TLS ClientHello we accept: {}", got->hello.reason);
     co_return;
   }
@@ -182,19 +186,20 @@ asio::awaitable<void> relay::https_session(tcp::socket socket) {
   auto l = std::move(route.link);
   if (route.mode == "inspect") {
     move_socket(std::move(socket), l->executor(),
-                [this, l, name, rules = route.rules](tcp::socket moved) {
-                  spawn_logged(l->executor(), inspect_visitor(l, std::move(moved), name, rules),
+                [this, l, name, held, rules = route.rules](tcp::socket moved) {
+                  spawn_logged(l->executor(),
+                               inspect_visitor(l, std::move(moved), name, rules, held),
                                "inspect visitor");
                 });
     co_return;
   }
-  move_socket(std::move(socket), l->executor(), [this, l, name](tcp::socket moved) {
-    spawn_logged(l->executor(), https_visitor(l, std::move(moved), name, 0), "https visitor");
+  move_socket(std::move(socket), l->executor(), [this, l, name, held](tcp::socket moved) {
+    spawn_logged(l->executor(), https_visitor(l, std::move(moved), name, 0, held), "https visitor");
   });
 }
 
 asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::socket socket,
-                                           std::string name, int attempt) {
+                                           std::string name, int attempt, lease held) {
   counted in_flight(active_streams_);
   boost::system::error_code ec;
   auto local = socket.local_endpoint(ec);
@@ -206,11 +211,12 @@ asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::s
     auto route = names_.pick(name, "http", "", l->executor(), l.get());
     if (attempt < 3 && route.link && !stopping_) {
       auto next = std::move(route.link);
-      move_socket(
-          std::move(socket), next->executor(), [this, next, name, attempt](tcp::socket moved) {
-            spawn_logged(next->executor(), https_visitor(next, std::move(moved), name, attempt + 1),
-                         "https visitor");
-          });
+      move_socket(std::move(socket), next->executor(),
+                  [this, next, name, attempt, held](tcp::socket moved) {
+                    spawn_logged(next->executor(),
+                                 https_visitor(next, std::move(moved), name, attempt + 1, held),
+                                 "https visitor");
+                  });
       co_return;
     }
     socket.set_option(asio::socket_base::linger(true, 0), ec);
@@ -221,7 +227,8 @@ asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::s
 
 asio::awaitable<void> relay::inspect_visitor(std::shared_ptr<link::link> l, tcp::socket socket,
                                              std::string name,
-                                             std::shared_ptr<const http::access_rules> rules) {
+                                             std::shared_ptr<const http::access_rules> rules,
+                                             [[maybe_unused]] lease held) {
   counted in_flight(active_streams_);
   boost::system::error_code ec;
   auto local = socket.local_endpoint(ec);

@@ -9,11 +9,31 @@
 namespace burrow::relay {
 
 const std::vector<std::string>& relay_setting_keys() {
-  static const std::vector<std::string> keys{
-      "state-dir",    "listen",      "public-bind",         "port-range",    "advertise",
-      "workers",      "grace",       "handshake-timeout",   "drain-timeout", "ping-interval",
-      "ping-timeout", "max-streams", "stream-idle-timeout", "window",        "log-format",
-      "log-level",    "domain",      "https-listen",        "http-listen",   "share-cert-lifetime"};
+  static const std::vector<std::string> keys{"state-dir",
+                                             "listen",
+                                             "public-bind",
+                                             "port-range",
+                                             "advertise",
+                                             "workers",
+                                             "grace",
+                                             "handshake-timeout",
+                                             "drain-timeout",
+                                             "ping-interval",
+                                             "ping-timeout",
+                                             "max-streams",
+                                             "stream-idle-timeout",
+                                             "window",
+                                             "log-format",
+                                             "log-level",
+                                             "domain",
+                                             "https-listen",
+                                             "http-listen",
+                                             "share-cert-lifetime",
+                                             "source-connections",
+                                             "source-rate",
+                                             "source-burst",
+                                             "tcp-keepalive",
+                                             "metrics-listen"};
   return keys;
 }
 
@@ -85,6 +105,23 @@ relay_config make_relay_config(const layered_settings& s) {
   c.limits.stream_idle_timeout = s.duration_or("stream-idle-timeout", c.limits.stream_idle_timeout);
   c.limits.initial_window = static_cast<std::uint32_t>(
       s.number_or("window", c.limits.initial_window, 16 * 1024, 16 * 1024 * 1024));
+  c.source.max_open =
+      static_cast<std::uint32_t>(s.number_or("source-connections", c.source.max_open, 0, 1u << 24));
+  c.source.rate =
+      static_cast<std::uint32_t>(s.number_or("source-rate", c.source.rate, 0, 1u << 24));
+  c.source.burst =
+      static_cast<std::uint32_t>(s.number_or("source-burst", c.source.burst, 0, 1u << 24));
+  if (c.source.rate != 0 && c.source.burst == 0)
+    throw config_error("source-burst must be at least 1 while source-rate limits new connections");
+  auto keepalive = s.duration_or("tcp-keepalive", c.tcp_keepalive);
+  if (keepalive.count() != 0 && keepalive < std::chrono::seconds(1))
+    throw config_error("tcp-keepalive must be 0 (off) or at least 1s");
+  c.tcp_keepalive = std::chrono::duration_cast<std::chrono::seconds>(keepalive);
+  c.metrics_listen = s.list_or("metrics-listen", {});
+  for (auto& l : c.metrics_listen)
+    if (!parse_host_port(l, std::uint16_t{0}))
+      throw config_error("metrics-listen address '" + l + "' (from " + s.origin("metrics-listen") +
+                         ") is not HOST:PORT");
   return c;
 }
 

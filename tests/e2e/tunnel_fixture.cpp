@@ -39,6 +39,26 @@ std::uint16_t free_port() {
   return ntohs(a.sin_port);
 }
 
+std::string fetch_metrics(std::uint16_t port) {
+  int fd = connect_tcp(port, 5s);
+  if (fd < 0) return {};
+  std::optional<std::string> reply;
+  if (write_all(fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 5s))
+    reply = read_until_eof(fd, 5s, 1 << 22);
+  ::close(fd);
+  return reply.value_or("");
+}
+
+double metric_value(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
+        line[series.size()] == ' ')
+      return std::stod(line.substr(series.size() + 1));
+  return -1;
+}
+
 void tunnel_test::SetUp() {
   // 1,000-connection tests need more descriptors than the usual soft limit; children inherit it.
   rlimit lim{};
@@ -85,6 +105,12 @@ relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint
   auto http =
       r.proc->wait_for_line(std::regex(R"(plain HTTP for \S+ served on 127\.0\.0\.1:(\d+))"), 1s);
   if (http) r.http_port = static_cast<std::uint16_t>(std::stoi(http->groups[1]));
+  if (std::find(extra.begin(), extra.end(), "--metrics-listen") != extra.end()) {
+    auto m =
+        r.proc->wait_for_line(std::regex(R"(metrics at http://127\.0\.0\.1:(\d+)/metrics)"), 10s);
+    EXPECT_TRUE(m) << r.proc->output();
+    if (m) r.metrics_port = static_cast<std::uint16_t>(std::stoi(m->groups[1]));
+  }
   auto fp = r.proc->wait_for_line(std::regex(R"(relay fingerprint: (sha256:[0-9a-f]{64}))"), 10s);
   EXPECT_TRUE(fp);
   if (fp) r.fingerprint = fp->groups[1];

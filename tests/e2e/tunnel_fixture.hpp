@@ -22,9 +22,15 @@ struct relay_process {
   std::uint16_t agent_port = 0;
   std::string fingerprint;
   std::string token;
-  std::uint16_t https_port = 0;  // share URLs (0: no HTTPS listener)
-  std::uint16_t http_port = 0;   // plain HTTP (0: none)
+  std::uint16_t https_port = 0;    // share URLs (0: no HTTPS listener)
+  std::uint16_t http_port = 0;     // plain HTTP (0: none)
+  std::uint16_t metrics_port = 0;  // with --metrics-listen 127.0.0.1:0
 };
+
+// GET http://127.0.0.1:PORT/metrics; empty on failure.
+std::string fetch_metrics(std::uint16_t port);
+// The value of one series (`name{labels}` exactly as rendered), or -1 when it is absent.
+double metric_value(const std::string& text, const std::string& series);
 
 struct agent_process {
   std::unique_ptr<child_process> proc;

@@ -203,7 +203,8 @@ void tcp_server::serve(int fd, std::size_t index) {
   ::close(fd);
 }
 
-int connect_tcp(std::uint16_t port, std::chrono::milliseconds deadline, const char* host) {
+int connect_tcp(std::uint16_t port, std::chrono::milliseconds deadline, const char* host,
+                const char* source) {
   const auto until = clock::now() + deadline;
   sockaddr_storage ss;
   socklen_t len = 0;
@@ -218,6 +219,13 @@ int connect_tcp(std::uint16_t port, std::chrono::milliseconds deadline, const ch
     errno = err;
     return -1;
   };
+  if (source) {  // another loopback address (127.0.0.2...) stands for another visitor
+    sockaddr_storage from;
+    socklen_t from_len = 0;
+    if (!make_sockaddr(source, 0, from, from_len) ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&from), from_len) != 0)
+      return fail(errno ? errno : EINVAL);
+  }
   if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
     if (errno != EINPROGRESS) return fail(errno);
     if (!wait_fd(fd, POLLOUT, until)) return fail(errno);

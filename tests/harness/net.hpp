@@ -70,7 +70,7 @@ class tcp_server {
 // Connects to host:port (IPv4 or IPv6 literal). Returns a blocking fd, or -1 with errno set
 // (ECONNREFUSED, ETIMEDOUT at the deadline, ...).
 int connect_tcp(std::uint16_t port, std::chrono::milliseconds deadline,
-                const char* host = "127.0.0.1");
+                const char* host = "127.0.0.1", const char* source = nullptr);
 
 // Poll-based I/O that works on blocking sockets too; none of these raise SIGPIPE.
 bool write_all(int fd, std::span<const std::uint8_t> data, std::chrono::milliseconds deadline);
