@@ -19,8 +19,12 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 public_port::public_port(asio::any_io_executor ex, const std::vector<std::string>& addresses,
-                         std::uint16_t port, visitor_handler on_visitor)
-    : executor_(std::move(ex)), port_(port), on_visitor_(std::move(on_visitor)) {
+                         std::uint16_t port, visitor_handler on_visitor,
+                         std::atomic<std::uint64_t>* accept_errors)
+    : executor_(std::move(ex)),
+      port_(port),
+      on_visitor_(std::move(on_visitor)),
+      accept_errors_(accept_errors) {
   for (auto& text : addresses) {
     auto address = asio::ip::make_address(text);
     try {
@@ -59,6 +63,7 @@ asio::awaitable<void> public_port::accept_loop(tcp::acceptor& acceptor) {
     if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
     if (ec) {
       // Out of descriptors or memory: existing tunnels keep working; try again shortly.
+      if (accept_errors_) accept_errors_->fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("public port {}: accept failed: {}; retrying in 100ms", port_, ec.message());
       pause.expires_after(std::chrono::milliseconds(100));
       co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));

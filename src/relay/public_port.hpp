@@ -2,6 +2,7 @@
 // stream on a link of the agent that owns the port, on that link's thread.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <functional>
@@ -16,8 +17,10 @@ class public_port : public std::enable_shared_from_this<public_port> {
   using visitor_handler = std::function<void(boost::asio::ip::tcp::socket, std::uint16_t port)>;
 
   // Binds `port` (0: the kernel chooses) on every address; throws system_error on failure.
+  // `accept_errors` (may be null) counts failed accepts.
   public_port(boost::asio::any_io_executor ex, const std::vector<std::string>& addresses,
-              std::uint16_t port, visitor_handler on_visitor);
+              std::uint16_t port, visitor_handler on_visitor,
+              std::atomic<std::uint64_t>* accept_errors = nullptr);
   void start();
   void close();  // thread-safe: runs on the port's executor
   std::uint16_t port() const { return port_; }
@@ -29,6 +32,7 @@ class public_port : public std::enable_shared_from_this<public_port> {
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
   std::uint16_t port_ = 0;
   visitor_handler on_visitor_;
+  std::atomic<std::uint64_t>* accept_errors_ = nullptr;
 };
 
 }  // namespace burrow::relay

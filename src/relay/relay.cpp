@@ -56,9 +56,7 @@ bool wildcard(const std::string& host) {
 
 // Tells a refused agent why, briefly, then lets the caller close. No lambda coroutine and no
 // temporaries inside co_await: GCC 12 destroys such temporaries twice.
-asio::awaitable<void> refuse_agent(link::tls_stream& tls, std::string who, std::string code,
-                                   std::string message) {
-  spdlog::warn("agent connection from {} refused: {}", who, message);
+asio::awaitable<void> refuse_agent(link::tls_stream& tls, std::string code, std::string message) {
   proto::control_message m = proto::link_error{std::move(code), std::move(message)};
   auto write = link::write_control_frame(tls, std::move(m));
   co_await with_deadline(std::move(write), std::chrono::milliseconds(2000));
@@ -98,11 +96,13 @@ relay::relay(relay_config config, relay_state state)
       [this](std::uint16_t port, std::string_view service,
              std::string& error) -> std::shared_ptr<public_port> {
         try {
-          return std::make_shared<public_port>(workers_.next().get_executor(), config_.public_bind,
-                                               port, [this](tcp::socket s, std::uint16_t p) {
-                                                 if (auto held = admit(s, listener::port))
-                                                   on_visitor(std::move(s), p, 0, std::move(*held));
-                                               });
+          auto admit_visitor = [this](tcp::socket s, std::uint16_t p) {
+            if (auto held = admit(s, listener::port))
+              on_visitor(std::move(s), p, 0, std::move(*held));
+          };
+          return std::make_shared<public_port>(
+              workers_.next().get_executor(), config_.public_bind, port, admit_visitor,
+              counters_[static_cast<std::size_t>(listener::port)].accept_errors);
         } catch (const std::exception& e) {
           error = "cannot listen on port " + std::to_string(port) + " for service " +
                   std::string(service) + ": " + e.what();
@@ -190,64 +190,76 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
 
   auto handshake = co_await with_deadline(tls_accept(tls), config_.handshake_timeout);
   if (!handshake || *handshake) {
-    rejected(listener::agent, handshake ? "tls_failed" : "handshake_timeout");
-    spdlog::info("connection from {}: TLS handshake {}", who,
-                 handshake ? "failed: " + handshake->message() : "timed out");
+    rejected(
+        listener::agent, handshake ? "tls_failed" : "handshake_timeout", who,
+        handshake ? "TLS handshake failed: " + handshake->message() : "TLS handshake timed out");
     co_return;
   }
   if (link::negotiated_protocol(tls) != "burrow/1") {
-    rejected(listener::agent, "no_alpn");
-    spdlog::info("connection from {}: client did not offer ALPN burrow/1", who);
+    rejected(listener::agent, "no_alpn", who, "the client did not offer ALPN burrow/1");
     co_return;
   }
   auto first = co_await with_deadline(link::read_control_frame(tls), config_.handshake_timeout);
   if (!first) {
-    rejected(listener::agent, "hello_timeout");
-    spdlog::info("connection from {}: no hello within {}ms", who,
-                 config_.handshake_timeout.count());
+    rejected(listener::agent, "hello_timeout", who,
+             "no hello within " + std::to_string(config_.handshake_timeout.count()) + "ms");
     co_return;
   }
   if (!first->message) {
-    rejected(listener::agent, "bad_hello");
-    spdlog::info("connection from {}: bad hello: {}", who, first->error);
+    rejected(listener::agent, "bad_hello", who, "bad hello: " + first->error);
     co_return;
   }
   auto* hello = std::get_if<proto::hello>(&*first->message);
   if (!hello) {
-    rejected(listener::agent, "protocol_error");
-    co_await refuse_agent(tls, who, "protocol_error", "the first message on a link must be hello");
+    {
+      std::string why = "the first message on a link must be hello";
+      rejected(listener::agent, "protocol_error", who, why, true);
+      co_await refuse_agent(tls, "protocol_error", why);
+    }
     co_return;
   }
   if (std::find(hello->versions.begin(), hello->versions.end(), proto::protocol_version) ==
       hello->versions.end()) {
-    rejected(listener::agent, "unsupported_version");
-    co_await refuse_agent(
-        tls, who, "unsupported_version",
-        "this relay speaks link protocol version " + std::to_string(proto::protocol_version));
+    {
+      std::string why =
+          "this relay speaks link protocol version " + std::to_string(proto::protocol_version);
+      rejected(listener::agent, "unsupported_version", who, why, true);
+      co_await refuse_agent(tls, "unsupported_version", why);
+    }
     co_return;
   }
   const bool visitor = hello->role == "visitor";
   if (!visitor && hello->role != "agent") {
-    rejected(listener::agent, "unsupported_role");
-    co_await refuse_agent(tls, who, "unsupported_role",
-                          "this port accepts agents and visitors (burrow connect)");
+    {
+      std::string why = "this port accepts agents and visitors (burrow connect)";
+      rejected(listener::agent, "unsupported_role", who, why, true);
+      co_await refuse_agent(tls, "unsupported_role", why);
+    }
     co_return;
   }
   // Visitors need no agent token: a service that wants one asks for a visitor token per stream.
   if (!visitor && !constant_time_equal(hello->token, state_.agent_token)) {
-    rejected(listener::agent, "bad_token");
-    co_await refuse_agent(tls, who, "bad_token", "the relay did not accept this token");
+    {
+      std::string why = "the relay did not accept this token";
+      rejected(listener::agent, "bad_token", who, why, true);
+      co_await refuse_agent(tls, "bad_token", why);
+    }
     co_return;
   }
   if (hello->session.empty() || hello->session.size() > 64) {
-    rejected(listener::agent, "protocol_error");
-    co_await refuse_agent(tls, who, "protocol_error",
-                          "hello needs a session id of 1 to 64 characters");
+    {
+      std::string why = "hello needs a session id of 1 to 64 characters";
+      rejected(listener::agent, "protocol_error", who, why, true);
+      co_await refuse_agent(tls, "protocol_error", why);
+    }
     co_return;
   }
   if (stopping_) {
-    rejected(listener::agent, "going_away");
-    co_await refuse_agent(tls, who, "going_away", "the relay is shutting down");
+    {
+      std::string why = "the relay is shutting down";
+      rejected(listener::agent, "going_away", who, why, true);
+      co_await refuse_agent(tls, "going_away", why);
+    }
     co_return;
   }
 

@@ -65,7 +65,9 @@ class relay {
   // Refused: the descriptor is set to close with a reset; the caller drops the socket.
   std::optional<lease> admit(int fd, const boost::asio::ip::tcp::endpoint& peer, listener which);
   // Counts a connection turned away after it was admitted (bad TLS, no hello, a deadline...).
-  void rejected(listener which, std::string_view reason);
+  // Logged at most once a second, with how many were held back.
+  void rejected(listener which, std::string_view reason, const std::string& who,
+                std::string_view detail = {}, bool warn = false);
   void accept_failed(listener which);
   static const char* listener_title(listener which);
   void register_metrics();
@@ -133,6 +135,7 @@ class relay {
   };
   std::array<listener_counters, listener_count> counters_{};
   shared_log_limiter refusal_log_;
+  std::array<shared_log_limiter, listener_count> rejection_log_;
   workers workers_;
   boost::asio::ssl::context tls_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> agent_acceptors_;

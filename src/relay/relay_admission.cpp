@@ -142,12 +142,19 @@ std::optional<relay::lease> relay::admit(int fd, const tcp::endpoint& peer, list
   return std::nullopt;
 }
 
-void relay::rejected(listener which, std::string_view reason) {
+void relay::rejected(listener which, std::string_view reason, const std::string& who,
+                     std::string_view detail, bool warn) {
   metrics_
       .get("burrow_relay_rejected_total",
            fmt::format("listener=\"{}\",reason=\"{}\"",
                        listener_name(static_cast<std::size_t>(which)), reason))
       .fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t held_back = 0;
+  if (!rejection_log_[static_cast<std::size_t>(which)].allow(held_back)) return;
+  spdlog::log(warn ? spdlog::level::warn : spdlog::level::info,
+              "{}: connection from {} rejected ({}){}{}{}", listener_title(which), who, reason,
+              detail.empty() ? "" : ": ", detail,
+              held_back ? fmt::format("; {} more rejections since the last line", held_back) : "");
 }
 
 void relay::accept_failed(listener which) {

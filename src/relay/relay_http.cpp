@@ -63,7 +63,8 @@ asio::awaitable<void> relay::http_session(tcp::socket socket, lease held) {
   auto reading = read_first_head(socket, bytes);
   auto got = co_await with_deadline(std::move(reading), config_.handshake_timeout);
   if (!got || (*got && *got != boost::beast::http::error::header_limit)) {
-    rejected(listener::http, got ? "closed_early" : "request_head_timeout");
+    rejected(listener::http, got ? "closed_early" : "request_head_timeout", peer_text(socket),
+             got ? "closed before a whole request head" : "no whole request head in time");
     co_return;
   }
   auto head = *got ? std::nullopt : http::parse_request_head(bytes);
@@ -71,7 +72,7 @@ asio::awaitable<void> relay::http_session(tcp::socket socket, lease held) {
   std::string name;
   std::string host;
   if (!head) {
-    rejected(listener::http, "bad_request");
+    rejected(listener::http, "bad_request", peer_text(socket), "not an HTTP/1.1 request");
     response = http::page_response(400, "not an HTTP/1.1 request this relay can route");
   } else {
     std::string_view host_header = (*head)[boost::beast::http::field::host];

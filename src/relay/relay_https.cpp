@@ -1,6 +1,7 @@
 // HTTPS share URLs on the relay: each connection's ClientHello is peeked (not consumed), its SNI
 // names the service, and the untouched TLS bytes go to the agent in a stream. Unknown and
 // offline names get a small page over TLS with the relay's own certificate for the domain.
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -70,6 +71,13 @@ asio::awaitable<peeked> peek_client_hello(tcp::socket& socket) {
     }
     out.hello = proto::parse_client_hello({buf.data(), static_cast<std::size_t>(n)});
     if (out.hello.status != proto::hello_parse::incomplete) co_return out;
+    // The peeked bytes stay readable after the visitor's FIN, so ask for the hang-up itself: a
+    // visitor that sent half a hello and left is done now, not at the deadline.
+    pollfd p{socket.native_handle(), POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      out.eof = true;
+      co_return out;
+    }
     std::size_t wanted = static_cast<std::size_t>(n) + std::max<std::size_t>(out.hello.need, 1);
     if (wanted > buf.size()) {
       if (buf.size() == max_peek) {
@@ -154,12 +162,12 @@ asio::awaitable<void> relay::https_session(tcp::socket socket, lease held) {
   auto peeking = peek_client_hello(socket);
   auto got = co_await with_deadline(std::move(peeking), config_.handshake_timeout);
   if (!got || got->eof) {  // silent or gone: nothing to answer
-    rejected(listener::https, got ? "closed_early" : "client_hello_timeout");
+    rejected(listener::https, got ? "closed_early" : "client_hello_timeout", peer_text(socket),
+             got ? "closed before a whole ClientHello" : "no whole ClientHello in time");
     co_return;
   }
   if (got->hello.status != proto::hello_parse::ok) {
-    rejected(listener::https, "not_client_hello");
-    spdlog::debug("HTTPS visitor: not a TLS ClientHello we accept: {}", got->hello.reason);
+    rejected(listener::https, "not_client_hello", peer_text(socket), got->hello.reason);
     co_return;
   }
   const std::string& sni = got->hello.server_name;

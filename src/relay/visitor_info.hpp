@@ -33,6 +33,18 @@ inline std::optional<proto::open_metadata> visitor_metadata(
   return meta;
 }
 
+// The peer's address and port for log lines ("unknown" once the socket is gone).
+inline std::string peer_text(const boost::asio::ip::tcp::socket& socket) {
+  boost::system::error_code ec;
+  auto remote = socket.remote_endpoint(ec);
+  if (ec) return "unknown";
+  auto a = remote.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    a = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
+  return a.is_v6() ? "[" + a.to_string() + "]:" + std::to_string(remote.port())
+                   : a.to_string() + ":" + std::to_string(remote.port());
+}
+
 // Counts a session in flight for as long as it lives.
 class counted {
  public:

@@ -104,7 +104,8 @@ TEST_F(tunnel_test, WrongTokenStopsTheAgentWithAClearMessage) {
   EXPECT_EQ(*code, 2);
   EXPECT_NE(agent->output().find("refused the token"), std::string::npos) << agent->output();
   EXPECT_EQ(agent->output().find("brw_not-the-token"), std::string::npos);  // never logged
-  EXPECT_TRUE(relay.proc->wait_for_line(std::regex("refused: the relay did not accept"), 5s));
+  EXPECT_TRUE(relay.proc->wait_for_line(
+      std::regex(R"(rejected \(bad_token\): the relay did not accept)"), 5s));
   EXPECT_EQ(relay.proc->output().find("brw_not-the-token"), std::string::npos);
 }
 

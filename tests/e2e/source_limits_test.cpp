@@ -7,17 +7,10 @@
 #include <thread>
 
 #include "e2e/tunnel_fixture.hpp"
+#include "harness/hostile.hpp"
 
 namespace burrow::test {
 namespace {
-
-// True when the relay closed (reset) the connection within `limit`; false while it stays open.
-bool closed_by_peer(int fd, std::chrono::milliseconds limit) {
-  pollfd p{fd, POLLIN, 0};
-  if (::poll(&p, 1, static_cast<int>(limit.count())) <= 0) return false;
-  char c;
-  return ::recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
-}
 
 std::string series(const char* listener, const char* limit) {
   return std::string("burrow_relay_connections_refused_total{listener=\"") + listener +

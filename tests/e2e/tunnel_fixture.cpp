@@ -211,6 +211,13 @@ std::optional<std::string> tunnel_test::exchange(std::uint16_t port, std::string
   return out;
 }
 
+void tunnel_test::check_bystander(std::uint16_t port) {
+  std::string payload = deterministic_bytes(4u << 20, 21);
+  auto back = exchange(port, payload, 30s);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(sha256_hex(*back), sha256_hex(payload));
+}
+
 std::optional<std::string> tunnel_test::exchange_until_echoed(std::uint16_t port,
                                                               const std::string& data,
                                                               std::chrono::milliseconds limit) {

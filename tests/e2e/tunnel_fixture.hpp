@@ -87,6 +87,9 @@ class tunnel_test : public ::testing::Test {
   // `visitors` connections to `port` (an echo service behind it), all open at once before any
   // sends its 1 KiB and half-closes; returns how many got their bytes back intact.
   int concurrent_echoes(std::uint16_t port, int visitors);
+  // A healthy tunnel that must keep working through every attack: 4 MiB through `port` (an
+  // echo service behind it) come back with the same SHA-256.
+  void check_bystander(std::uint16_t port);
 
   std::filesystem::path dir_;
   std::filesystem::path state_dir_;
