@@ -6,14 +6,18 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/workers.hpp"
 #include "link/link.hpp"
+#include "relay/access_tokens.hpp"
 #include "relay/name_registry.hpp"
 #include "relay/port_registry.hpp"
 #include "relay/relay_config.hpp"
@@ -33,8 +37,17 @@ class relay {
   std::vector<boost::asio::ip::tcp::endpoint> https_endpoints() const;
   std::vector<boost::asio::ip::tcp::endpoint> http_endpoints() const;
 
-  // Serves until SIGTERM or SIGINT, then drains and returns the exit code.
+  // Serves until SIGTERM or SIGINT, then drains and returns the exit code. SIGHUP reloads the
+  // configuration (through the source set below) and the tokens file.
   int run();
+
+  // Where SIGHUP reads the configuration again; it throws config_error for a bad one.
+  void set_config_source(std::function<relay_config()> source) {
+    config_source_ = std::move(source);
+  }
+  // Applies what can change without rebinding: timeouts, grace, share-certificate lifetime and
+  // the tokens file; other changes are logged as needing a restart. Thread-safe.
+  void reload(const relay_config& config);
 
  private:
   using session_fn = boost::asio::awaitable<void> (relay::*)(boost::asio::ip::tcp::socket);
@@ -44,7 +57,19 @@ class relay {
   // A link from an agent, or from a visitor's `burrow connect`: the hello says which.
   boost::asio::awaitable<void> link_session(boost::asio::ip::tcp::socket socket);
   void serve_agent(link::link::handlers& h, link::link* link, owner_id owner,
-                   const std::string& name);
+                   const std::string& name, std::shared_ptr<token_grant> grant);
+  // Token scopes (relay_tokens.cpp). A refusal if the token may not claim `spec`; else the ports
+  // it may take (`ports`, nullopt: any). Called with claims_mutex_ held.
+  std::optional<proto::service_result> check_scope(const token_grant& grant, const owner_id& owner,
+                                                   const proto::service_spec& spec,
+                                                   std::optional<std::vector<port_range>>& ports);
+  // Re-reads the tokens file (if changed, or always with `force`) and acts on what changed:
+  // links of a revoked token are closed and its claims released, claims outside a narrowed
+  // scope are released.
+  void reload_tokens(bool force);
+  void on_hangup();
+  void wait_hangup();
+  std::chrono::milliseconds handshake_timeout() const { return handshake_timeout_.load(); }
   // A stream a visitor opened to an end-to-end service: bridged to a stream on an agent link.
   boost::asio::awaitable<void> visitor_stream(std::shared_ptr<link::link> link,
                                               std::shared_ptr<link::stream> stream,
@@ -90,7 +115,6 @@ class relay {
   relay_config config_;
   relay_state state_;
   std::string advertise_;
-  std::string token_id_;
   workers workers_;
   boost::asio::ssl::context tls_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> agent_acceptors_;
@@ -100,6 +124,18 @@ class relay {
   boost::asio::ssl::context domain_tls_;  // *.DOMAIN, signed by the relay's CA: error pages
   std::unique_ptr<port_registry> registry_;
   name_registry names_;
+
+  access_tokens tokens_;
+  std::mutex claims_mutex_;  // a scope check and the claim it allows happen as one
+  // Reloadable settings (SIGHUP), read by every thread.
+  std::atomic<std::chrono::milliseconds> handshake_timeout_;
+  std::atomic<std::chrono::milliseconds> drain_timeout_;
+  std::atomic<std::chrono::milliseconds> stream_idle_timeout_;
+  std::atomic<std::chrono::seconds> share_cert_lifetime_;
+  std::mutex reload_mutex_;
+  relay_config loaded_;  // the configuration last applied, to tell what changed
+  std::function<relay_config()> config_source_;
+  boost::asio::signal_set hangup_;
 
   std::mutex links_mutex_;
   std::vector<std::weak_ptr<link::link>> links_;
