@@ -46,6 +46,35 @@ int run(int argc, char** argv) {
   auto* relay_ca_cmd = relay_cmd->add_subcommand(
       "ca", "Print the relay's CA certificate (PEM), for visitors to trust");
   relay_ca_cmd->fallthrough();  // --state-dir and the rest belong to `relay`
+  auto* token_cmd = relay_cmd->add_subcommand(
+      "token", "Manage scoped agent tokens (the relay's tokens file; see docs/security.md)");
+  token_cmd->fallthrough();
+  token_cmd->require_subcommand(1);
+  token_add_request token_add;
+  auto* token_add_cmd = token_cmd->add_subcommand(
+      "add", "Make a new agent token and print it once; the relay keeps only its SHA-256");
+  token_add_cmd->fallthrough();
+  token_add_cmd->add_option("--label", token_add.label, "who or what the token is for");
+  token_add_cmd->add_option("--names", token_add.names,
+                            "names it may claim for end-to-end services and share URLs, with * "
+                            "as a wildcard (ci-*); repeatable (default *)");
+  token_add_cmd->add_option("--ports", token_add.ports,
+                            "public ports it may claim: FIRST-LAST or PORT; repeatable (default: "
+                            "the relay's whole range)");
+  token_add_cmd->add_option("--max-services", token_add.max_services,
+                            "services it may hold at once over all its agents (default 0: any)");
+  token_add_cmd->add_option("--bandwidth", token_add.bandwidth,
+                            "bytes per second over all its streams, both directions, with an "
+                            "optional k, M or G (powers of 1000): 10M (default 0: no cap)");
+  auto* token_list_cmd =
+      token_cmd->add_subcommand("list", "List the tokens the relay accepts (never the tokens)");
+  token_list_cmd->fallthrough();
+  std::string token_revoke_id;
+  auto* token_revoke_cmd = token_cmd->add_subcommand(
+      "revoke", "Revoke a token by id ('default' for agent.token); its links are closed");
+  token_revoke_cmd->fallthrough();
+  token_revoke_cmd->add_option("id", token_revoke_id, "the token's id, as `token list` shows it")
+      ->required();
 
   // burrow tcp [HOST:]PORT
   option_set tcp_opts;
@@ -147,7 +176,16 @@ int run(int argc, char** argv) {
       layered_settings s(relay_opts.given(), environment_layer(keys), file.settings);
       init_logging_from(s);
       if (relay_ca_cmd->parsed()) return print_relay_ca(s);
-      return run_relay(s);
+      if (token_add_cmd->parsed()) return relay_token_add(s, token_add);
+      if (token_list_cmd->parsed()) return relay_token_list(s);
+      if (token_revoke_cmd->parsed()) return relay_token_revoke(s, token_revoke_id);
+      auto flags = relay_opts.given();
+      auto reread = [flags, keys, relay_file] {
+        config_file again;
+        if (!relay_file.empty()) again = load_config_file(relay_file, keys, {});
+        return layered_settings(flags, environment_layer(keys), again.settings);
+      };
+      return run_relay(s, reread);
     }
     if (connect_cmd->parsed()) {
       const auto& keys = connect::connect_setting_keys();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,11 +41,21 @@ void add_log_options(option_set& o, CLI::App& app);
 // many links, how to redial.
 void add_relay_link_options(option_set& o, CLI::App& app);
 void add_relay_options(option_set& o, CLI::App& app);
-int run_relay(const layered_settings& s);
+// `reread`, if set, is how SIGHUP reads the settings again (file, environment, flags).
+int run_relay(const layered_settings& s, std::function<layered_settings()> reread = {});
 // `burrow relay ca`: the CA certificate visitors trust for the relay's own pages (and, later,
 // the share URLs' certificates it signs).
 int print_relay_ca(const layered_settings& s);
 int run_agent(const layered_settings& s, std::vector<settings_layer> services);
+// `burrow relay token add|list|revoke` (relay_token_command.cpp).
+struct token_add_request {
+  std::string label;
+  std::vector<std::string> names, ports;
+  std::string max_services, bandwidth;
+};
+int relay_token_add(const layered_settings& s, const token_add_request& req);
+int relay_token_list(const layered_settings& s);
+int relay_token_revoke(const layered_settings& s, const std::string& id);
 void add_connect_options(option_set& o, CLI::App& app);
 int run_connect(const layered_settings& s, std::string service, bool stdio);
 

@@ -38,6 +38,9 @@ void add_relay_options(option_set& o, CLI::App& app) {
   o.add(app, "share-cert-lifetime",
         "lifetime of the certificates the relay's CA signs for share URLs; agents renew them "
         "after two thirds (default 24h)");
+  o.add(app, "tokens",
+        "scoped agent tokens file, managed with `burrow relay token` (default "
+        "STATE_DIR/tokens.toml); re-read when it changes and on SIGHUP");
   o.add(app, "grace", "how long a gone agent's ports stay reserved for its token (default 30s)");
   o.add(app, "handshake-timeout", "TLS handshake and hello deadline (default 10s)");
   o.add(app, "drain-timeout", "on SIGTERM, how long open streams may finish (default 10s)");
@@ -67,7 +70,7 @@ int print_relay_ca(const layered_settings& s) {
   return 0;
 }
 
-int run_relay(const layered_settings& s) {
+int run_relay(const layered_settings& s, std::function<layered_settings()> reread) {
   auto config = relay::make_relay_config(s);
   std::vector<std::string> names;
   if (!config.advertise.empty()) names.push_back(config.advertise);
@@ -79,6 +82,7 @@ int run_relay(const layered_settings& s) {
   std::string domain = config.domain;
   relay::relay r(std::move(config), std::move(state));
   r.bind();
+  if (reread) r.set_config_source([reread] { return relay::make_relay_config(reread()); });
 
   auto endpoints = r.agent_endpoints();
   std::string host = r.advertise_host();

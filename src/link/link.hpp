@@ -17,6 +17,7 @@
 #include "link/byte_buffer.hpp"
 #include "link/event.hpp"
 #include "link/limits.hpp"
+#include "link/rate_limit.hpp"
 #include "proto/control.hpp"
 #include "proto/frame.hpp"
 
@@ -66,12 +67,18 @@ class link : public std::enable_shared_from_this<link> {
 
   const std::string& name() const { return name_; }
   const link_limits& limits() const { return limits_; }
+  // A reloaded relay configuration; on the link's executor.
+  void set_stream_idle_timeout(std::chrono::milliseconds t) { limits_.stream_idle_timeout = t; }
   boost::asio::any_io_executor executor() const { return executor_; }
   std::size_t stream_count() const { return streams_.size(); }
   bool closed() const { return closed_; }
   bool going_away() const { return going_away_; }
   bool peer_going_away() const { return peer_going_away_; }
   const link_counters& counters() const { return counters_; }
+  // Every stream of this link counts its bytes against `limiter` (the relay's bandwidth cap for
+  // the agent's token). Set before run(); streams opened earlier are not limited.
+  void set_rate_limiter(std::shared_ptr<rate_limiter> limiter) { limiter_ = std::move(limiter); }
+  const std::shared_ptr<rate_limiter>& limiter() const { return limiter_; }
   std::chrono::steady_clock::time_point last_received() const { return last_received_; }
 
   // Used by streams.
@@ -126,6 +133,7 @@ class link : public std::enable_shared_from_this<link> {
   std::string close_reason_;
   std::chrono::steady_clock::time_point last_received_;
   link_counters counters_;
+  std::shared_ptr<rate_limiter> limiter_;
 };
 
 }  // namespace burrow::link

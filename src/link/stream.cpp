@@ -5,7 +5,10 @@
 
 #include <cstring>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
 #include "link/link.hpp"
@@ -17,6 +20,7 @@ using asio::ip::tcp;
 
 stream::stream(std::shared_ptr<link> owner, std::uint32_t id, std::uint32_t window)
     : link_(std::move(owner)),
+      limiter_(link_->limiter()),
       id_(id),
       send_(window),
       receive_(window),
@@ -70,6 +74,21 @@ asio::awaitable<void> stream::upstream() {
     send_.consume(static_cast<std::uint32_t>(n));
     bytes_out_ += n;
     touch();
+    if (throttled()) co_await throttle(n);
+  }
+}
+
+asio::awaitable<void> stream::throttle(std::size_t n) {
+  auto wait = limiter_->charge(n);
+  if (wait.count() <= 0) co_return;
+  // In slices, so a reset stream stops waiting soon.
+  asio::steady_timer timer(executor());
+  auto until = std::chrono::steady_clock::now() + wait;
+  while (!reset_ && std::chrono::steady_clock::now() < until) {
+    timer.expires_at(
+        std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    touch();  // waiting on the cap is not idleness
   }
 }
 
@@ -99,6 +118,8 @@ asio::awaitable<void> stream::downstream() {
       }
       writing.clear();
       if (inbound_.empty()) std::swap(inbound_, writing);  // keep one buffer, not two
+      // Credit goes back after the wait, so the cap pushes back on the sender.
+      if (throttled()) co_await throttle(n);
       consumed(n);
       touch();
       continue;
@@ -125,6 +146,7 @@ asio::awaitable<std::size_t> stream::read_some(asio::mutable_buffer buffer,
       std::size_t n = std::min(buffer.size(), inbound_.size());
       std::memcpy(buffer.data(), inbound_.data(), n);
       inbound_.consume(n);
+      if (throttled()) co_await throttle(n);
       consumed(n);
       touch();
       co_return n;
@@ -158,6 +180,7 @@ asio::awaitable<std::size_t> stream::write_some(asio::const_buffer buffer,
     send_.consume(static_cast<std::uint32_t>(n));
     bytes_out_ += n;
     touch();
+    if (throttled()) co_await throttle(n);
     co_return n;
   }
 }
@@ -174,6 +197,7 @@ asio::awaitable<void> stream::read_chunk(std::vector<std::uint8_t>& out, std::si
       std::size_t n = std::min(max, inbound_.size());
       out.assign(inbound_.data(), inbound_.data() + n);
       inbound_.consume(n);
+      if (throttled()) co_await throttle(n);
       consumed(n);
       touch();
       co_return;
@@ -222,8 +246,9 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
   if (reset_) return true;
   bytes_in_ += bytes.size();
   touch();
-  if (!bytes.empty() && socket_ && down_idle_ && inbound_.empty()) {
-    // The socket is idle: hand it the bytes now and skip the queue.
+  if (!bytes.empty() && socket_ && down_idle_ && inbound_.empty() && !throttled()) {
+    // The socket is idle: hand it the bytes now and skip the queue (unless a cap applies, which
+    // downstream() waits out).
     boost::system::error_code ec;
     std::size_t n = socket_->write_some(asio::buffer(bytes.data(), bytes.size()), ec);
     if (ec) n = 0;  // the downstream write will meet the error and reset

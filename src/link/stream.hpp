@@ -16,6 +16,7 @@
 #include "link/byte_buffer.hpp"
 #include "link/event.hpp"
 #include "link/flow_window.hpp"
+#include "link/rate_limit.hpp"
 #include "proto/frame.hpp"
 
 namespace burrow::link {
@@ -82,8 +83,12 @@ class stream : public std::enable_shared_from_this<stream> {
   boost::asio::awaitable<void> wait_send_ready();
   void consumed(std::size_t n);
   void touch() { last_activity_ = std::chrono::steady_clock::now(); }
+  // Waits out the bandwidth cap after `n` bytes moved; called only when a cap is set.
+  boost::asio::awaitable<void> throttle(std::size_t n);
+  bool throttled() const { return limiter_ && limiter_->limited(); }
 
   std::shared_ptr<link> link_;
+  std::shared_ptr<rate_limiter> limiter_;  // null: no cap, as on agents and visitor links
   std::uint32_t id_;
   boost::asio::ip::tcp::socket* socket_ = nullptr;
 

@@ -146,6 +146,39 @@ std::size_t name_registry::expire(std::chrono::steady_clock::time_point now) {
   });
 }
 
+std::size_t name_registry::count(std::string_view token_id) {
+  std::lock_guard lock(mutex_);
+  std::size_t n = 0;
+  for (auto& [name, e] : names_) n += e.owner.token_id == token_id;
+  return n;
+}
+
+bool name_registry::held_by(std::string_view name, std::string_view token_id) {
+  std::lock_guard lock(mutex_);
+  auto it = names_.find(name);
+  return it != names_.end() && it->second.owner.token_id == token_id;
+}
+
+std::vector<std::string> name_registry::release_if(
+    const std::function<bool(const std::string&, const owner_id&)>& drop) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (auto it = names_.begin(); it != names_.end();) {
+    if (drop(it->first, it->second.owner)) {
+      out.push_back(it->first);
+      it = names_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+void name_registry::set_grace(std::chrono::milliseconds grace) {
+  std::lock_guard lock(mutex_);
+  grace_ = grace;
+}
+
 std::size_t name_registry::size() {
   std::lock_guard lock(mutex_);
   return names_.size();

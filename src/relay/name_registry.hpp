@@ -5,6 +5,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,16 @@ class name_registry {
   // Releases names whose grace ran out; returns how many.
   std::size_t expire(std::chrono::steady_clock::time_point now);
   std::size_t size();
+
+  // Names held by a token, in grace or not.
+  std::size_t count(std::string_view token_id);
+  // True if the token already holds `name`, so claiming it again adds no service.
+  bool held_by(std::string_view name, std::string_view token_id);
+  // Releases at once, without grace, every name for which `drop(name, owner)` is true; returns
+  // them.
+  std::vector<std::string> release_if(
+      const std::function<bool(const std::string& name, const owner_id& owner)>& drop);
+  void set_grace(std::chrono::milliseconds grace);
 
  private:
   struct entry {

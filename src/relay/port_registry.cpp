@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "link/link.hpp"
 #include "relay/public_port.hpp"
 
@@ -33,7 +35,8 @@ std::shared_ptr<public_port> port_registry::bind(std::uint16_t port, const std::
 }
 
 proto::service_result port_registry::claim(const owner_id& owner, const proto::service_spec& spec,
-                                           const std::shared_ptr<link::link>& link) {
+                                           const std::shared_ptr<link::link>& link,
+                                           const std::optional<std::vector<port_range>>& allowed) {
   auto refuse = [&](std::string code, std::string message) {
     proto::service_result r;
     r.name = spec.name;
@@ -60,6 +63,13 @@ proto::service_result port_registry::claim(const owner_id& owner, const proto::s
       }
     }
   }
+  auto permitted = [&](std::uint16_t p) {
+    return !allowed || std::any_of(allowed->begin(), allowed->end(),
+                                   [p](const port_range& r) { return r.contains(p); });
+  };
+  if (port != 0 && !permitted(port))
+    return refuse("not_allowed",
+                  "port " + std::to_string(port) + " is outside what this agent's token may claim");
 
   if (port != 0) {
     auto it = ports_.find(port);
@@ -113,6 +123,22 @@ proto::service_result port_registry::claim(const owner_id& owner, const proto::s
 
   // Any free port: the kernel's choice, or the next free one in the range.
   std::string error;
+  if (allowed) {
+    // The token's own ranges (already cut to the relay's): the first free port in them.
+    for (auto& r : *allowed) {
+      for (std::uint32_t p = r.first; p <= r.last; ++p) {
+        auto candidate = static_cast<std::uint16_t>(p);
+        if (ports_.count(candidate)) continue;
+        auto listener = bind(candidate, spec.name, error);
+        if (!listener) continue;
+        ports_.emplace(candidate, entry{spec.name, owner, {link}, listener, {}, 0});
+        return ok(candidate, spec.name);
+      }
+    }
+    return refuse(allowed->empty() ? "not_allowed" : "no_free_port",
+                  allowed->empty() ? "this agent's token may claim no port in the relay's range"
+                                   : "every port this agent's token may claim is taken");
+  }
   if (range_.any()) {
     for (int attempt = 0; attempt < 8; ++attempt) {
       auto listener = bind(0, spec.name, error);
@@ -192,6 +218,46 @@ void port_registry::close_all() {
   std::lock_guard lock(mutex_);
   for (auto& [p, e] : ports_)
     if (e.listener) e.listener->close();
+}
+
+std::size_t port_registry::count(std::string_view token_id) {
+  std::lock_guard lock(mutex_);
+  return static_cast<std::size_t>(std::count_if(ports_.begin(), ports_.end(), [&](const auto& kv) {
+    return kv.second.owner.token_id == token_id;
+  }));
+}
+
+bool port_registry::holds(const owner_id& owner, const proto::service_spec& spec) {
+  std::lock_guard lock(mutex_);
+  if (spec.remote_port != 0) {
+    auto it = ports_.find(spec.remote_port);
+    return it != ports_.end() && it->second.owner.token_id == owner.token_id;
+  }
+  return std::any_of(ports_.begin(), ports_.end(), [&](const auto& kv) {
+    return kv.second.owner.token_id == owner.token_id && kv.second.owner.session == owner.session &&
+           kv.second.service == spec.name;
+  });
+}
+
+std::vector<std::string> port_registry::release_if(
+    const std::function<bool(std::uint16_t, const owner_id&)>& drop) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (auto it = ports_.begin(); it != ports_.end();) {
+    if (!drop(it->first, it->second.owner)) {
+      ++it;
+      continue;
+    }
+    if (it->second.listener) it->second.listener->close();
+    out.push_back(std::to_string(it->first) + " (" + it->second.service + ")");
+    it = ports_.erase(it);
+  }
+  return out;
+}
+
+void port_registry::set_grace(std::chrono::milliseconds grace) {
+  std::lock_guard lock(mutex_);
+  grace_ = grace;
 }
 
 std::size_t port_registry::size() {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,10 @@ class port_registry {
   port_registry(port_range range, std::chrono::milliseconds grace, std::string advertise_host,
                 listener_factory factory);
 
+  // `allowed`: the ports the owner's token may take (see allowed_ranges); nullopt: any in range.
   proto::service_result claim(const owner_id& owner, const proto::service_spec& spec,
-                              const std::shared_ptr<link::link>& link);
+                              const std::shared_ptr<link::link>& link,
+                              const std::optional<std::vector<port_range>>& allowed = std::nullopt);
   // A link closed: its ports keep working through other links of the same agent, or enter grace.
   void detach(const link::link* link);
   // The link to carry a new visitor of `port`, spreading visitors over the agent's links.
@@ -53,6 +56,17 @@ class port_registry {
   // Closes every listener (shutdown).
   void close_all();
   std::size_t size();
+
+  // Ports held by a token, in grace or not.
+  std::size_t count(std::string_view token_id);
+  // True if `owner`'s token already holds what `spec` asks for, so claiming it again adds no
+  // service: the same port, or (any port) the same service of the same agent.
+  bool holds(const owner_id& owner, const proto::service_spec& spec);
+  // Releases at once, without grace, every port for which `drop(port, owner)` is true; returns
+  // "PORT (SERVICE)" for each.
+  std::vector<std::string> release_if(
+      const std::function<bool(std::uint16_t port, const owner_id& owner)>& drop);
+  void set_grace(std::chrono::milliseconds grace);
 
  private:
   struct entry {

@@ -74,14 +74,22 @@ relay::relay(relay_config config, relay_state state)
     : config_(std::move(config)),
       state_(std::move(state)),
       sources_(config_.source),
+      tcp_keepalive_(config_.tcp_keepalive),
       workers_(config_.workers ? config_.workers
                                : std::max(1u, std::thread::hardware_concurrency())),
       tls_(tls::make_server_context(state_.server, {"burrow/1"})),
       domain_tls_(tls::make_web_server_context(
           tls::make_leaf(state_.ca, config_.domain, {config_.domain, "*." + config_.domain}, {},
                          std::chrono::hours(24 * 90)))),
-      names_(config_.grace) {
-  token_id_ = hex(sha256(state_.agent_token)).substr(0, 12);
+      names_(config_.grace),
+      tokens_(state_.agent_token, config_.tokens_file),
+      handshake_timeout_(config_.handshake_timeout),
+      drain_timeout_(config_.drain_timeout),
+      stream_idle_timeout_(config_.limits.stream_idle_timeout),
+      share_cert_lifetime_(config_.share_cert_lifetime),
+      loaded_(config_),
+      hangup_(workers_.at(0), SIGHUP) {  // installed now: a SIGHUP never kills a starting relay
+  tokens_.load();
   register_metrics();
 
   advertise_ = config_.advertise;
@@ -154,6 +162,7 @@ int relay::run() {
     spawn_logged(ex, accept_loop(*a, listener::http, &relay::http_session), "HTTP listener");
   serve_metrics_listeners();
   spawn_logged(ex, housekeeping(), "housekeeping");
+  wait_hangup();
   workers_.run([this, ex] { spawn_logged(ex, shutdown(), "shutdown"); });
   return 0;
 }
@@ -188,7 +197,7 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
   socket.set_option(tcp::no_delay(true), ec);
   link::tls_stream tls(std::move(socket), tls_);
 
-  auto handshake = co_await with_deadline(tls_accept(tls), config_.handshake_timeout);
+  auto handshake = co_await with_deadline(tls_accept(tls), handshake_timeout());
   if (!handshake || *handshake) {
     rejected(
         listener::agent, handshake ? "tls_failed" : "handshake_timeout", who,
@@ -199,10 +208,10 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
     rejected(listener::agent, "no_alpn", who, "the client did not offer ALPN burrow/1");
     co_return;
   }
-  auto first = co_await with_deadline(link::read_control_frame(tls), config_.handshake_timeout);
+  auto first = co_await with_deadline(link::read_control_frame(tls), handshake_timeout());
   if (!first) {
     rejected(listener::agent, "hello_timeout", who,
-             "no hello within " + std::to_string(config_.handshake_timeout.count()) + "ms");
+             "no hello within " + std::to_string(handshake_timeout().count()) + "ms");
     co_return;
   }
   if (!first->message) {
@@ -238,7 +247,9 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
     co_return;
   }
   // Visitors need no agent token: a service that wants one asks for a visitor token per stream.
-  if (!visitor && !constant_time_equal(hello->token, state_.agent_token)) {
+  std::shared_ptr<token_grant> grant;
+  if (!visitor) grant = tokens_.authenticate(hello->token);
+  if (!visitor && !grant) {
     {
       std::string why = "the relay did not accept this token";
       rejected(listener::agent, "bad_token", who, why, true);
@@ -263,7 +274,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
     co_return;
   }
 
-  const auto& lim = config_.limits;
+  auto lim = config_.limits;
+  lim.stream_idle_timeout = stream_idle_timeout_.load();
   proto::welcome w{proto::protocol_version,
                    lim.max_frame,
                    lim.initial_window,
@@ -271,7 +283,7 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
                    static_cast<std::uint32_t>(lim.ping_interval.count()),
                    static_cast<std::uint32_t>(lim.ping_timeout.count())};
   auto send_welcome = link::write_control_frame(tls, w);
-  if (auto sent = co_await with_deadline(std::move(send_welcome), config_.handshake_timeout);
+  if (auto sent = co_await with_deadline(std::move(send_welcome), handshake_timeout());
       !sent || *sent) {
     spdlog::info("connection from {}: could not send welcome", who);
     co_return;
@@ -280,6 +292,13 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
   std::string name = (visitor ? "visitor " : "agent ") + who + " session " +
                      hello->session.substr(0, 8) + " link " + std::to_string(hello->link_index);
   auto l = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, lim, name);
+  if (grant) {
+    l->set_rate_limiter(grant->limiter());  // every stream of the link counts against the cap
+    if (!grant->add_link(l)) {
+      spdlog::info("{}: token {} was revoked during the handshake", name, grant->id());
+      co_return;
+    }
+  }
   {
     std::lock_guard lock(links_mutex_);
     links_.push_back(l);
@@ -304,8 +323,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
                    "visitor stream");
     };
   } else {
-    spdlog::info("{} connected ({}, token {})", name, hello->software, token_id_);
-    serve_agent(h, raw, owner_id{token_id_, hello->session}, name);
+    spdlog::info("{} connected ({}, token {})", name, hello->software, grant->id());
+    serve_agent(h, raw, owner_id{grant->id(), hello->session}, name, grant);
   }
   std::string reason = co_await l->run(std::move(h));
   if (!visitor) {
@@ -316,8 +335,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
 }
 
 void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner,
-                        const std::string& name) {
-  h.on_control = [this, raw, owner, name](proto::control_message m) {
+                        const std::string& name, std::shared_ptr<token_grant> grant) {
+  h.on_control = [this, raw, owner, name, grant](proto::control_message m) {
     if (auto* req = std::get_if<proto::cert_request>(&m)) {
       raw->send_control(sign_share_cert(owner, *req, name));
       return;
@@ -340,11 +359,15 @@ void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner
     }
     auto self = raw->shared_from_this();
     proto::registered out;
+    std::lock_guard claims(claims_mutex_);
     for (auto& spec : reg->services) {
       proto::service_result r;
+      std::optional<std::vector<port_range>> ports;
       if (!valid_service_name(spec.name)) {
         r = {spec.name, false,      spec.remote_port,
              "",        "bad_name", "service names are 1-63 letters, digits, '-', '_' or '.'"};
+      } else if (auto refused = check_scope(*grant, owner, spec, ports)) {
+        r = std::move(*refused);
       } else if (spec.kind == "http") {
         r = claim_share_url(owner, spec, self);
       } else if (spec.kind != "tcp") {
@@ -356,7 +379,7 @@ void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner
       } else if (spec.e2ee) {
         r = names_.claim(owner, spec, self);
       } else {
-        r = registry_->claim(owner, spec, self);
+        r = registry_->claim(owner, spec, self, ports);
       }
       if (r.ok && spec.kind == "http")
         spdlog::info("{}: service {} is public at {}", name, spec.name, r.public_address);
@@ -387,11 +410,11 @@ proto::certificate relay::sign_share_cert(const owner_id& owner, const proto::ce
   }
   std::string host = req.name + "." + config_.domain;
   try {
-    out.cert = tls::sign_csr(state_.ca, req.csr, host, config_.share_cert_lifetime);
+    auto lifetime = share_cert_lifetime_.load();
+    out.cert = tls::sign_csr(state_.ca, req.csr, host, lifetime);
     out.ca = state_.ca.cert_pem;
     out.ok = true;
-    spdlog::info("{}: signed a certificate for {} valid {}s", who, host,
-                 config_.share_cert_lifetime.count());
+    spdlog::info("{}: signed a certificate for {} valid {}s", who, host, lifetime.count());
   } catch (const std::exception& e) {
     out.code = "bad_request";
     out.message = std::string("certificate request refused: ") + e.what();
@@ -501,7 +524,7 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
       break;
     }
     auto opening =
-        run_on(route.link->executor(), open_on_agent(route.link, meta, config_.handshake_timeout));
+        run_on(route.link->executor(), open_on_agent(route.link, meta, handshake_timeout()));
     opened = co_await std::move(opening);
     // Only a full or closing link is worth another try; the agent's own answers are final.
     if (opened.status != proto::stream_status::overloaded) break;
@@ -569,6 +592,7 @@ asio::awaitable<void> relay::housekeeping() {
     registry_->expire(std::chrono::steady_clock::now());
     names_.expire(std::chrono::steady_clock::now());
     sources_.sweep();
+    reload_tokens(false);
     std::lock_guard lock(links_mutex_);
     std::erase_if(links_, [](auto& w) { return w.expired(); });
   }
@@ -576,6 +600,8 @@ asio::awaitable<void> relay::housekeeping() {
 
 asio::awaitable<void> relay::shutdown() {
   if (stopping_.exchange(true)) co_return;
+  boost::system::error_code ignored;
+  hangup_.cancel(ignored);
   for (auto* list : {&agent_acceptors_, &https_acceptors_, &http_acceptors_, &metrics_acceptors_})
     for (auto& a : *list) {
       boost::system::error_code ec;
@@ -589,7 +615,7 @@ asio::awaitable<void> relay::shutdown() {
       if (auto l = w.lock()) links.push_back(std::move(l));
   }
   // Named first: the call's temporaries must not live inside the co_await expression.
-  auto drain = link::drain_links(std::move(links), active_streams_, config_.drain_timeout, "relay");
+  auto drain = link::drain_links(std::move(links), active_streams_, drain_timeout_.load(), "relay");
   co_await std::move(drain);
   spdlog::info("relay stopped");
   workers_.stop();

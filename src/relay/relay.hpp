@@ -7,7 +7,9 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,6 +21,7 @@
 #include "core/metrics.hpp"
 #include "core/workers.hpp"
 #include "link/link.hpp"
+#include "relay/access_tokens.hpp"
 #include "relay/name_registry.hpp"
 #include "relay/port_registry.hpp"
 #include "relay/relay_config.hpp"
@@ -40,8 +43,17 @@ class relay {
   std::vector<boost::asio::ip::tcp::endpoint> http_endpoints() const;
   std::vector<boost::asio::ip::tcp::endpoint> metrics_endpoints() const;
 
-  // Serves until SIGTERM or SIGINT, then drains and returns the exit code.
+  // Serves until SIGTERM or SIGINT, then drains and returns the exit code. SIGHUP reloads the
+  // configuration (through the source set below) and the tokens file.
   int run();
+
+  // Where SIGHUP reads the configuration again; it throws config_error for a bad one.
+  void set_config_source(std::function<relay_config()> source) {
+    config_source_ = std::move(source);
+  }
+  // Applies what can change without rebinding: timeouts, grace, share-certificate lifetime and
+  // the tokens file; other changes are logged as needing a restart. Thread-safe.
+  void reload(const relay_config& config);
 
  private:
   // Held for as long as a connection is open: it counts against its source's limit.
@@ -76,7 +88,19 @@ class relay {
   // A link from an agent, or from a visitor's `burrow connect`: the hello says which.
   boost::asio::awaitable<void> link_session(boost::asio::ip::tcp::socket socket, lease held);
   void serve_agent(link::link::handlers& h, link::link* link, owner_id owner,
-                   const std::string& name);
+                   const std::string& name, std::shared_ptr<token_grant> grant);
+  // Token scopes (relay_tokens.cpp). A refusal if the token may not claim `spec`; else the ports
+  // it may take (`ports`, nullopt: any). Called with claims_mutex_ held.
+  std::optional<proto::service_result> check_scope(const token_grant& grant, const owner_id& owner,
+                                                   const proto::service_spec& spec,
+                                                   std::optional<std::vector<port_range>>& ports);
+  // Re-reads the tokens file (if changed, or always with `force`) and acts on what changed:
+  // links of a revoked token are closed and its claims released, claims outside a narrowed
+  // scope are released.
+  void reload_tokens(bool force);
+  void on_hangup();
+  void wait_hangup();
+  std::chrono::milliseconds handshake_timeout() const { return handshake_timeout_.load(); }
   // A stream a visitor opened to an end-to-end service: bridged to a stream on an agent link.
   boost::asio::awaitable<void> visitor_stream(std::shared_ptr<link::link> link,
                                               std::shared_ptr<link::stream> stream,
@@ -123,7 +147,6 @@ class relay {
   relay_config config_;
   relay_state state_;
   std::string advertise_;
-  std::string token_id_;
   // Before the workers: sessions destroyed with the workers' io_contexts give their leases back.
   source_limits sources_;
   metrics metrics_;
@@ -136,6 +159,7 @@ class relay {
   std::array<listener_counters, listener_count> counters_{};
   shared_log_limiter refusal_log_;
   std::array<shared_log_limiter, listener_count> rejection_log_;
+  std::atomic<std::chrono::seconds> tcp_keepalive_{std::chrono::seconds(60)};  // reloadable
   workers workers_;
   boost::asio::ssl::context tls_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> agent_acceptors_;
@@ -146,6 +170,18 @@ class relay {
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> metrics_acceptors_;
   std::unique_ptr<port_registry> registry_;
   name_registry names_;
+
+  access_tokens tokens_;
+  std::mutex claims_mutex_;  // a scope check and the claim it allows happen as one
+  // Reloadable settings (SIGHUP), read by every thread.
+  std::atomic<std::chrono::milliseconds> handshake_timeout_;
+  std::atomic<std::chrono::milliseconds> drain_timeout_;
+  std::atomic<std::chrono::milliseconds> stream_idle_timeout_;
+  std::atomic<std::chrono::seconds> share_cert_lifetime_;
+  std::mutex reload_mutex_;
+  relay_config loaded_;  // the configuration last applied, to tell what changed
+  std::function<relay_config()> config_source_;
+  boost::asio::signal_set hangup_;
 
   std::mutex links_mutex_;
   std::vector<std::weak_ptr<link::link>> links_;

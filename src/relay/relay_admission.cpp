@@ -123,7 +123,7 @@ std::optional<relay::lease> relay::admit(int fd, const tcp::endpoint& peer, list
   auto d = sources_.admit(peer.address());
   if (d.result == source_limits::verdict::admitted) {
     c.accepted->fetch_add(1, std::memory_order_relaxed);
-    keepalive(fd, config_.tcp_keepalive);
+    keepalive(fd, tcp_keepalive_.load(std::memory_order_relaxed));
     return std::move(d.held);
   }
   bool open = d.result == source_limits::verdict::too_many_open;

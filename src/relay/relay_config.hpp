@@ -16,6 +16,9 @@ inline constexpr std::uint16_t default_agent_port = 7835;
 
 struct relay_config {
   std::filesystem::path state_dir;
+  // Scoped agent tokens besides STATE_DIR/agent.token; make_relay_config defaults it to
+  // STATE_DIR/tokens.toml.
+  std::filesystem::path tokens_file;
   std::vector<std::string> listen{"0.0.0.0:7835", "[::]:7835"};  // where agents connect
   std::vector<std::string> public_bind{"0.0.0.0", "::"};         // where public ports listen
   port_range ports{20000, 29999};

@@ -61,7 +61,7 @@ asio::awaitable<void> relay::http_session(tcp::socket socket, lease held) {
   socket.set_option(tcp::no_delay(true), ec);
   std::string bytes;
   auto reading = read_first_head(socket, bytes);
-  auto got = co_await with_deadline(std::move(reading), config_.handshake_timeout);
+  auto got = co_await with_deadline(std::move(reading), handshake_timeout());
   if (!got || (*got && *got != boost::beast::http::error::header_limit)) {
     rejected(listener::http, got ? "closed_early" : "request_head_timeout", peer_text(socket),
              got ? "closed before a whole request head" : "no whole request head in time");
@@ -111,7 +111,7 @@ asio::awaitable<void> relay::http_session(tcp::socket socket, lease held) {
   }
   if (!target) {
     auto answering = answer_plain(socket, std::move(response));
-    co_await with_deadline(std::move(answering), config_.handshake_timeout);
+    co_await with_deadline(std::move(answering), handshake_timeout());
     co_return;
   }
   move_socket(std::move(socket), target->executor(),

@@ -160,7 +160,7 @@ asio::awaitable<void> relay::https_session(tcp::socket socket, lease held) {
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
   auto peeking = peek_client_hello(socket);
-  auto got = co_await with_deadline(std::move(peeking), config_.handshake_timeout);
+  auto got = co_await with_deadline(std::move(peeking), handshake_timeout());
   if (!got || got->eof) {  // silent or gone: nothing to answer
     rejected(listener::https, got ? "closed_early" : "client_hello_timeout", peer_text(socket),
              got ? "closed before a whole ClientHello" : "no whole ClientHello in time");
@@ -245,12 +245,12 @@ asio::awaitable<void> relay::inspect_visitor(std::shared_ptr<link::link> l, tcp:
   meta->scheme = "https";
   asio::ssl::stream<tcp::socket> tls(std::move(socket), domain_tls_);
   auto shaking = tls_server_handshake(tls);
-  auto shaken = co_await with_deadline(std::move(shaking), config_.handshake_timeout);
+  auto shaken = co_await with_deadline(std::move(shaking), handshake_timeout());
   if (!shaken || *shaken) co_return;
   auto s = l->open_stream(*meta);
   if (!s) {
     auto answering = answer(tls, http::page_response(502, "tunnel " + name + " is busy"));
-    co_await with_deadline(std::move(answering), config_.handshake_timeout);
+    co_await with_deadline(std::move(answering), handshake_timeout());
     co_return;
   }
   auto visitor = http::make_ssl_duplex(tls);
@@ -282,10 +282,10 @@ asio::awaitable<void> relay::inspect_visitor(std::shared_ptr<link::link> l, tcp:
 asio::awaitable<void> relay::error_page(tcp::socket socket, int status, std::string message) {
   asio::ssl::stream<tcp::socket> tls(std::move(socket), domain_tls_);
   auto shaking = tls_server_handshake(tls);
-  auto shaken = co_await with_deadline(std::move(shaking), config_.handshake_timeout);
+  auto shaken = co_await with_deadline(std::move(shaking), handshake_timeout());
   if (!shaken || *shaken) co_return;
   auto answering = answer(tls, http::page_response(static_cast<unsigned>(status), message));
-  co_await with_deadline(std::move(answering), config_.handshake_timeout);
+  co_await with_deadline(std::move(answering), handshake_timeout());
 }
 
 }  // namespace burrow::relay

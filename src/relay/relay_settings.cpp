@@ -33,13 +33,17 @@ const std::vector<std::string>& relay_setting_keys() {
                                              "source-rate",
                                              "source-burst",
                                              "tcp-keepalive",
-                                             "metrics-listen"};
+                                             "metrics-listen",
+                                             "tokens"};
   return keys;
 }
 
 relay_config make_relay_config(const layered_settings& s) {
   relay_config c;
   c.state_dir = s.text_or("state-dir", default_state_dir().string());
+  c.tokens_file = s.text_or("tokens", (c.state_dir / "tokens.toml").string());
+  if (c.tokens_file.empty())
+    throw config_error("tokens (from " + s.origin("tokens") + ") is empty");
   c.listen = s.list_or("listen", c.listen);
   for (auto& l : c.listen)
     if (!parse_host_port(l, default_agent_port))

@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <fstream>
 #include <thread>
 
 #include "e2e/tunnel_fixture.hpp"
@@ -102,6 +104,31 @@ TEST_F(tunnel_test, NewConnectionsPerSecondAreLimitedWithABurstAndRefill) {
   ASSERT_GE(fd, 0);
   EXPECT_FALSE(closed_by_peer(fd, 300ms));
   ::close(fd);
+}
+
+TEST_F(tunnel_test, SighupAppliesNewSourceLimitsToTheRunningRelay) {
+  tcp_server echo(server_mode::echo);
+  auto config = dir_ / "relay.toml";
+  { std::ofstream(config) << "source-connections = 100\nsource-rate = 0\n"; }
+  auto relay = start_relay({"-c", config.string(), "--metrics-listen", "127.0.0.1:0"});
+  auto agent = start_agent(relay, echo.port());
+  ASSERT_NE(agent.public_port, 0);
+  EXPECT_EQ(flood(agent.public_port, "127.0.0.2", 10).refused, 0);
+
+  // Wait until the relay has seen those close, so only the next flood counts.
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       std::chrono::steady_clock::now() < until &&
+       metric_value(fetch_metrics(relay.metrics_port), "burrow_relay_streams") != 0;)
+    std::this_thread::sleep_for(20ms);
+  auto lines = relay.proc->line_count();
+  { std::ofstream(config) << "source-connections = 4\nsource-rate = 0\n"; }
+  relay.proc->signal(SIGHUP);
+  ASSERT_TRUE(relay.proc->wait_for_line_after(lines, std::regex("configuration reloaded"), 5s));
+  auto r = flood(agent.public_port, "127.0.0.2", 10);
+  EXPECT_EQ(r.admitted, 4) << fetch_metrics(relay.metrics_port);
+  EXPECT_EQ(r.refused, 6);
+  // The tunnel itself was not dropped by the reload.
+  check_bystander(agent.public_port);
 }
 
 TEST_F(tunnel_test, DefaultLimitsLetAThousandConnectionsFromOneAddressThrough) {
