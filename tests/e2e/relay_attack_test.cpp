@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -180,6 +181,49 @@ TEST_F(attack_test, RunningOutOfDescriptorsPausesAcceptAndRecovers) {
   check_bystander(agent_.public_port);
   text = fetch_metrics(relay_.metrics_port);
   EXPECT_GE(metric_value(text, "burrow_relay_accept_errors_total{listener=\"port\"}"), 1) << text;
+  EXPECT_TRUE(relay_.proc->running());
+}
+
+// Resident memory of a process, in KiB, from /proc.
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+TEST_F(attack_test, VisitorsThatNeverReadCannotGrowTheRelay) {
+  // 20 visitors push up to 32 MiB each into an echo they never read back, and 20 more open a
+  // 64 MiB download they never read: nearly 2 GiB on offer. Flow control must hold the relay to
+  // about a window per stream and direction (256 KiB) whatever they do.
+  tcp_server source(
+      tcp_server_options{.mode = server_mode::source, .source_bytes = 64u << 20, .source_seed = 3});
+  auto download = start_agent(relay_, source.port(), {"--name", "download"});
+  ASSERT_NE(download.public_port, 0);
+  check_bystander(agent_.public_port);  // warm: the relay's pools and threads exist
+  long before = rss_kib(relay_.proc->pid());
+  ASSERT_GT(before, 0);
+
+  std::vector<int> fds;
+  std::string chunk = deterministic_bytes(1 << 20, 6);
+  for (int i = 0; i < 20; ++i) {
+    int up = connect_tcp(agent_.public_port, 5s);
+    int down = connect_tcp(download.public_port, 5s);
+    ASSERT_GE(up, 0);
+    ASSERT_GE(down, 0);
+    fds.push_back(up);
+    fds.push_back(down);
+  }
+  auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < fds.size(); i += 2)
+    for (int mb = 0; mb < 32 && std::chrono::steady_clock::now() - start < 20s; ++mb)
+      if (!write_all(fds[i], chunk, 200ms)) break;  // blocked: flow control pushed back
+  std::this_thread::sleep_for(1s);
+  long after = rss_kib(relay_.proc->pid());
+  EXPECT_LT(after - before, 64 * 1024) << "relay grew from " << before << " to " << after << " KiB";
+  for (int fd : fds) ::close(fd);
+  check_bystander(agent_.public_port);
   EXPECT_TRUE(relay_.proc->running());
 }
 
