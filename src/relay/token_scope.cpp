@@ -89,12 +89,18 @@ std::string format_rate(std::uint64_t b) {
 }
 
 std::string describe(const token_scope& s) {
+  // Appends one piece at a time: `"," + string` trips GCC 12's -Wrestrict false positive.
   std::string out = "names ";
-  for (std::size_t i = 0; i < s.names.size(); ++i) out += (i ? "," : "") + s.names[i];
+  for (std::size_t i = 0; i < s.names.size(); ++i) {
+    if (i) out += ',';
+    out += s.names[i];
+  }
   out += " ports ";
   if (s.ports.empty()) out += "any";
-  for (std::size_t i = 0; i < s.ports.size(); ++i)
-    out += (i ? "," : "") + format_port_span(s.ports[i]);
+  for (std::size_t i = 0; i < s.ports.size(); ++i) {
+    if (i) out += ',';
+    out += format_port_span(s.ports[i]);
+  }
   out += " services " + (s.max_services ? std::to_string(s.max_services) : std::string("any"));
   out += " bandwidth " + (s.bandwidth ? format_rate(s.bandwidth) + "B/s" : std::string("any"));
   return out;
