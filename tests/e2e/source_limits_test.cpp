@@ -31,18 +31,21 @@ TEST_F(tunnel_test, OpenConnectionsPerSourceAreCappedOnEveryListener) {
   std::vector<int> held;
   int refused = 0;
   for (int i = 0; i < 40; ++i) {
+    // A reset can arrive before connect() reports success: that is a refusal too.
     int fd = connect_tcp(agent.public_port, 5s, "127.0.0.1", "127.0.0.2");
-    ASSERT_GE(fd, 0);
-    held.push_back(fd);
+    if (fd < 0)
+      ++refused;
+    else
+      held.push_back(fd);
   }
-  for (int fd : held) refused += closed_by_peer(fd, 300ms);
+  std::this_thread::sleep_for(300ms);
+  for (int fd : held) refused += closed_by_peer(fd, 1ms);
   EXPECT_EQ(refused, 20);
   // Its 20 open connections count on every listener: the agent port, HTTPS and HTTP refuse it.
   for (auto port : {relay.agent_port, relay.https_port, relay.http_port}) {
     int fd = connect_tcp(port, 5s, "127.0.0.1", "127.0.0.2");
-    ASSERT_GE(fd, 0);
-    EXPECT_TRUE(closed_by_peer(fd, 2s)) << port;
-    ::close(fd);
+    EXPECT_TRUE(fd < 0 || closed_by_peer(fd, 2s)) << port;
+    if (fd >= 0) ::close(fd);
   }
   // Another address is untouched: 1 MiB through the tunnel, checked.
   auto payload = deterministic_bytes(1 << 20, 5);
@@ -79,15 +82,7 @@ TEST_F(tunnel_test, NewConnectionsPerSecondAreLimitedWithABurstAndRefill) {
 
   // 30 connections at once from 127.0.0.2 to the HTTPS listener: the burst of 10 gets through
   // (and waits for a ClientHello), about 20 are reset.
-  std::vector<int> fds;
-  for (int i = 0; i < 30; ++i)
-    fds.push_back(connect_tcp(relay.https_port, 5s, "127.0.0.1", "127.0.0.2"));
-  int refused = 0;
-  for (int fd : fds) {
-    ASSERT_GE(fd, 0);
-    refused += closed_by_peer(fd, 300ms);
-    ::close(fd);
-  }
+  int refused = flood(relay.https_port, "127.0.0.2", 30).refused;
   EXPECT_GE(refused, 18);
   EXPECT_LE(refused, 20);
   // 127.0.0.1 is not slowed down by 127.0.0.2's flood.
