@@ -2,9 +2,12 @@
 #include "core/config_file.hpp"
 
 #include <toml++/toml.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "core/toml_text.hpp"
 
 namespace burrow {
 
@@ -54,6 +57,8 @@ config_file parse_config_file(std::string_view text, std::string_view origin,
                               const std::vector<std::string>& service_keys) {
   if (text.size() > max_config_file_size)
     throw config_error(std::string(origin) + ": larger than 1 MiB");
+  if (auto problem = toml_text_problem(text))
+    throw config_error(std::string(origin) + ": " + *problem);
   toml::table root;
   try {
     root = toml::parse(text, origin);

@@ -87,6 +87,16 @@ struct registered {
   std::vector<service_result> services;
 };
 
+// The answer refusing `spec`, with a machine-readable code and a message for people.
+inline service_result refused(const service_spec& spec, std::string code, std::string message) {
+  service_result r;
+  r.name = spec.name;
+  r.remote_port = spec.remote_port;
+  r.code = std::move(code);
+  r.message = std::move(message);
+  return r;
+}
+
 // A link-level refusal (bad token, unsupported version, ...); the sender closes after it.
 struct link_error {
   std::string code;

@@ -38,12 +38,7 @@ proto::service_result port_registry::claim(const owner_id& owner, const proto::s
                                            const std::shared_ptr<link::link>& link,
                                            const std::optional<std::vector<port_range>>& allowed) {
   auto refuse = [&](std::string code, std::string message) {
-    proto::service_result r;
-    r.name = spec.name;
-    r.remote_port = spec.remote_port;
-    r.code = std::move(code);
-    r.message = std::move(message);
-    return r;
+    return proto::refused(spec, std::move(code), std::move(message));
   };
   auto attach = [&](entry& e) {
     for (auto& w : e.links)

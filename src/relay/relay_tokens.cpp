@@ -13,16 +13,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-proto::service_result refusal(const proto::service_spec& spec, std::string code,
-                              std::string message) {
-  proto::service_result r;
-  r.name = spec.name;
-  r.remote_port = spec.remote_port;
-  r.code = std::move(code);
-  r.message = std::move(message);
-  return r;
-}
-
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -37,23 +27,23 @@ std::optional<proto::service_result> relay::check_scope(
   if (spec.kind != "tcp" && spec.kind != "http") return std::nullopt;  // refused later anyway
   auto scope = tokens_.scope(grant.id());
   if (grant.revoked() || !scope)
-    return refusal(spec, "not_allowed", "this agent's token has been revoked");
+    return proto::refused(spec, "not_allowed", "this agent's token has been revoked");
   const bool by_name = spec.kind == "http" || spec.e2ee;
   if (by_name && !scope->allows_name(spec.name))
-    return refusal(spec, "not_allowed",
+    return proto::refused(spec, "not_allowed",
                    "this agent's token may not claim the name " + spec.name + " (it may claim " +
                        joined(scope->names) + ")");
   if (!by_name) {
     ports = allowed_ranges(*scope, config_.ports);
     if (spec.remote_port != 0 && !scope->allows_port(spec.remote_port))
-      return refusal(spec, "not_allowed",
+      return proto::refused(spec, "not_allowed",
                      "this agent's token may not claim port " + std::to_string(spec.remote_port));
   }
   if (scope->max_services != 0) {
     bool again = by_name ? names_.held_by(spec.name, grant.id()) : registry_->holds(owner, spec);
     std::size_t held = registry_->count(grant.id()) + names_.count(grant.id());
     if (!again && held >= scope->max_services)
-      return refusal(spec, "too_many_services",
+      return proto::refused(spec, "too_many_services",
                      "this agent's token may hold at most " + std::to_string(scope->max_services) +
                          " services and holds " + std::to_string(held));
   }

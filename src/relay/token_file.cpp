@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "core/secret.hpp"
+#include "core/toml_text.hpp"
 
 namespace burrow::relay {
 
@@ -145,6 +146,8 @@ std::string token_id(std::string_view token) {
 token_file parse_token_file(std::string_view text, std::string_view origin) {
   if (text.size() > max_token_file_size)
     throw token_file_error(std::string(origin) + ": larger than 1 MiB");
+  if (auto problem = toml_text_problem(text))
+    throw token_file_error(std::string(origin) + ": " + *problem);
   toml::table root;
   try {
     root = toml::parse(text, origin);
