@@ -64,6 +64,10 @@ std::unique_ptr<child_process> child_process::start(std::string name, std::vecto
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, out[1], 2);
+  // Nothing else: sockets that Asio opened without CLOEXEC (a test service's listener, a
+  // visitor's connection) would otherwise live on in every child started meanwhile, keeping
+  // ports bound and connections open after the test closed them.
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 
   // Own process group, so the destructor can kill helpers the child started as well; default
   // signal dispositions and an empty mask whatever the test process set up.
