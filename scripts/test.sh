@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: installs, builds a release and an
 # ASan+UBSan configuration, runs every test in both, runs the multi-threaded relay tests under
-# ThreadSanitizer, each fuzz target for a bounded time, and checks the demo. FUZZ_SECONDS
-# (default 60) bounds each fuzz run.
+# ThreadSanitizer, a 60-second soak, each fuzz target for a bounded time, and checks the demo.
+# FUZZ_SECONDS (default 60) bounds each fuzz run; SOAK_DURATION (default 60s) the soak.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,6 +12,8 @@ echo "== release build"
 bash scripts/build.sh release
 echo "== release tests"
 ctest --test-dir build/release --output-on-failure --timeout 600
+echo "== soak (${SOAK_DURATION:-60s}, release)"
+bash scripts/soak.sh --duration "${SOAK_DURATION:-60s}"
 
 echo "== ASan+UBSan build"
 bash scripts/build.sh asan
