@@ -71,9 +71,14 @@ void tunnel_test::SetUp() {
          ("burrow-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   std::filesystem::create_directories(dir_);
   state_dir_ = dir_ / "relay";
+  sanitizer_reports_at_start_ = child_process::sanitizer_reports();
 }
 
 void tunnel_test::TearDown() {
+  // The test's children have ended by now; a race or leak they reported fails this test (the
+  // sanitizer_check environment catches reports from other fixtures at the end of the run).
+  EXPECT_EQ(child_process::sanitizer_reports(), sanitizer_reports_at_start_)
+      << "a child process printed a sanitizer report (see its [name]-tagged output)";
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }

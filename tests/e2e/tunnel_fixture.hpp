@@ -93,6 +93,7 @@ class tunnel_test : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::filesystem::path state_dir_;
+  std::size_t sanitizer_reports_at_start_ = 0;
 };
 
 // A port that was free a moment ago (for tests that must choose a public port themselves).

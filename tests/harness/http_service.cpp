@@ -506,7 +506,7 @@ asio::awaitable<void> accept_loop(service* svc) {
 }  // namespace
 
 http_service::http_service(http_service_options options) : impl_(std::make_unique<impl>()) {
-  tcp::endpoint endpoint(asio::ip::make_address(options.host), 0);
+  tcp::endpoint endpoint(asio::ip::make_address(options.host), options.port);
   impl_->acceptor.open(endpoint.protocol());
   impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
   impl_->acceptor.bind(endpoint);

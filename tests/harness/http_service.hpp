@@ -14,11 +14,12 @@ namespace burrow::test {
 
 struct http_service_options {
   std::string host = "127.0.0.1";  // or "::1"
+  std::uint16_t port = 0;          // 0: the kernel chooses; else a port to take again
   std::size_t threads = 1;         // io_context threads; each connection runs on its own strand
 };
 
-// Listens on host port 0 and serves, on its own io_context thread(s), keep-alive and pipelined
-// requests in order, streaming every body:
+// Listens on host:port (port 0 by default) and serves, on its own io_context thread(s), keep-alive
+// and pipelined requests in order, streaming every body:
 //   GET /headers            200 JSON {"method", "target", "headers": {lowercased: "v1, v2"}}
 //   POST|PUT /sha256        200 "<hex sha256> <length>" of the body (Content-Length or chunked)
 //   POST /echo              the body back, chunked, as it arrives

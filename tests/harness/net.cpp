@@ -76,7 +76,7 @@ bool send_all_blocking(int fd, const char* p, std::size_t n) {
 tcp_server::tcp_server(tcp_server_options options) : options_(std::move(options)) {
   sockaddr_storage ss;
   socklen_t len = 0;
-  if (!make_sockaddr(options_.host.c_str(), 0, ss, len)) {
+  if (!make_sockaddr(options_.host.c_str(), options_.port, ss, len)) {
     throw std::system_error(EINVAL, std::generic_category(), "tcp_server host " + options_.host);
   }
   listen_fd_ = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -137,6 +137,7 @@ void tcp_server::accept_loop() {
       continue;
     }
     std::lock_guard lock(mutex_);
+    reap_finished();
     const std::size_t index = prefixes_.size();
     prefixes_.emplace_back();
     open_fds_.insert(fd);
@@ -201,6 +202,20 @@ void tcp_server::serve(int fd, std::size_t index) {
   std::lock_guard lock(mutex_);
   open_fds_.erase(fd);
   ::close(fd);
+  finished_.push_back(std::this_thread::get_id());
+}
+
+void tcp_server::reap_finished() {
+  // Joined here (each has at most its last few instructions left) so that a server taking
+  // connections for a long time, as in the soak test, does not keep a stack per connection.
+  for (auto id : finished_) {
+    auto it = std::find_if(workers_.begin(), workers_.end(),
+                           [&](const std::thread& t) { return t.get_id() == id; });
+    if (it == workers_.end()) continue;
+    it->join();
+    workers_.erase(it);
+  }
+  finished_.clear();
 }
 
 int connect_tcp(std::uint16_t port, std::chrono::milliseconds deadline, const char* host,

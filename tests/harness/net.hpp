@@ -29,10 +29,11 @@ struct tcp_server_options {
   std::uint64_t source_seed = 1;
   std::size_t record_prefix = 0;   // keep the first K bytes each connection received
   std::string host = "127.0.0.1";  // or "::1"
+  std::uint16_t port = 0;          // 0: the kernel chooses; else a port to take again after stop()
 };
 
-// Listens on port 0 and serves each connection on its own thread (fine up to a few thousand).
-// Throws std::system_error if it cannot listen.
+// Listens on options.port (default 0) and serves each connection on its own thread (fine up to a
+// few thousand). Throws std::system_error if it cannot listen.
 class tcp_server {
  public:
   explicit tcp_server(tcp_server_options options = {});
@@ -52,6 +53,7 @@ class tcp_server {
   void accept_loop();
   void serve(int fd, std::size_t index);
   void record(std::size_t index, std::string_view bytes);
+  void reap_finished();  // joins the workers that have ended; caller holds mutex_
 
   tcp_server_options options_;
   int listen_fd_ = -1;
@@ -63,7 +65,8 @@ class tcp_server {
 
   mutable std::mutex mutex_;
   std::vector<std::thread> workers_;
-  std::set<int> open_fds_;  // shut down by stop() to unblock workers
+  std::vector<std::thread::id> finished_;  // workers about to return, joined on the next accept
+  std::set<int> open_fds_;                 // shut down by stop() to unblock workers
   std::vector<std::string> prefixes_;
 };
 

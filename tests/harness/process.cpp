@@ -8,9 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 extern char** environ;
 
@@ -18,6 +20,18 @@ namespace burrow::test {
 namespace {
 
 constexpr std::size_t max_line = 64 * 1024;  // longer output is split so memory stays bounded
+
+std::atomic<std::size_t> sanitizer_report_count{0};
+
+// The first line of each sanitizer's report; UBSan's reads "file:line:col: runtime error: ...".
+bool is_sanitizer_report(std::string_view line) {
+  for (std::string_view marker :
+       {"WARNING: ThreadSanitizer:", "ERROR: ThreadSanitizer:", "ERROR: AddressSanitizer:",
+        "ERROR: LeakSanitizer:", ": runtime error: "}) {
+    if (line.find(marker) != std::string_view::npos) return true;
+  }
+  return false;
+}
 
 int decode_status(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -64,6 +78,10 @@ std::unique_ptr<child_process> child_process::start(std::string name, std::vecto
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, out[1], 2);
+  // Nothing else: sockets that Asio opened without CLOEXEC (a test service's listener, a
+  // visitor's connection) would otherwise live on in every child started meanwhile, keeping
+  // ports bound and connections open after the test closed them.
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 
   // Own process group, so the destructor can kill helpers the child started as well; default
   // signal dispositions and an empty mask whatever the test process set up.
@@ -120,44 +138,66 @@ child_process::~child_process() {
   close_fd(stop_read_fd_);
 }
 
+void child_process::take_chunk(const char* buf, std::size_t n, std::vector<std::string>& fresh) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (buf[i] == '\n' || partial_.size() >= max_line) {
+      if (!partial_.empty() && partial_.back() == '\r') partial_.pop_back();
+      if (is_sanitizer_report(partial_)) ++sanitizer_report_count;
+      fresh.push_back(partial_);
+      lines_.push_back(std::move(partial_));
+      partial_.clear();
+      if (buf[i] == '\n') continue;
+    }
+    partial_ += buf[i];
+  }
+}
+
 void child_process::read_loop() {
   char buf[16 * 1024];
   std::vector<std::string> fresh;
+  auto echo = [&] {
+    // Outside the lock, one write per line so parallel children do not interleave mid-line.
+    for (const auto& l : fresh) {
+      std::string tagged = "[" + name_ + "] " + l + "\n";
+      [[maybe_unused]] auto w = ::write(2, tagged.data(), tagged.size());
+    }
+    fresh.clear();
+  };
   for (;;) {
     pollfd fds[2] = {{out_fd_, POLLIN, 0}, {stop_read_fd_, POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (fds[1].revents != 0) break;
+    if (fds[1].revents != 0) {
+      // Shutting down: take what the child wrote before it died (a sanitizer report is often
+      // its last words) without waiting for helpers that may still hold the pipe.
+      ::fcntl(out_fd_, F_SETFL, ::fcntl(out_fd_, F_GETFL) | O_NONBLOCK);
+      for (;;) {
+        const ssize_t n = ::read(out_fd_, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        std::lock_guard lock(mutex_);
+        take_chunk(buf, static_cast<std::size_t>(n), fresh);
+      }
+      echo();
+      break;
+    }
     const ssize_t n = ::read(out_fd_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     {
       std::lock_guard lock(mutex_);
-      for (ssize_t i = 0; i < n; ++i) {
-        if (buf[i] == '\n' || partial_.size() >= max_line) {
-          if (!partial_.empty() && partial_.back() == '\r') partial_.pop_back();
-          fresh.push_back(partial_);
-          lines_.push_back(std::move(partial_));
-          partial_.clear();
-          if (buf[i] == '\n') continue;
-        }
-        partial_ += buf[i];
-      }
+      take_chunk(buf, static_cast<std::size_t>(n), fresh);
     }
     changed_.notify_all();
-    // Echo outside the lock, one write per line so parallel children do not interleave mid-line.
-    for (const auto& l : fresh) {
-      std::string tagged = "[" + name_ + "] " + l + "\n";
-      [[maybe_unused]] auto w = ::write(2, tagged.data(), tagged.size());
-    }
-    fresh.clear();
+    echo();
   }
   std::string last;
   {
     std::lock_guard lock(mutex_);
     if (!partial_.empty()) {
+      if (is_sanitizer_report(partial_)) ++sanitizer_report_count;
       last = partial_;
       lines_.push_back(std::move(partial_));
       partial_.clear();
@@ -169,6 +209,10 @@ void child_process::read_loop() {
     std::string tagged = "[" + name_ + "] " + last + "\n";
     [[maybe_unused]] auto w = ::write(2, tagged.data(), tagged.size());
   }
+}
+
+std::size_t child_process::sanitizer_reports() {
+  return sanitizer_report_count.load();
 }
 
 std::optional<line_match> child_process::wait_for_line(const std::regex& re,

@@ -54,9 +54,16 @@ class child_process {
   bool running();
   pid_t pid() const { return pid_; }
 
+  // Sanitizer reports (ThreadSanitizer, AddressSanitizer, LeakSanitizer, UBSan) seen so far in
+  // the output of every child of this process. A race inside the relay is reported by the relay,
+  // not by the test, so tests and tools check this (tests/harness/sanitizer_check.cpp).
+  static std::size_t sanitizer_reports();
+
  private:
   child_process(std::string name, pid_t pid, int out_fd, int stop_fd);
   void read_loop();
+  // Splits `n` bytes into lines; the lines completed are appended to `fresh`. Caller holds mutex_.
+  void take_chunk(const char* buf, std::size_t n, std::vector<std::string>& fresh);
   bool reap(bool block);  // true once the exit status is known
 
   std::string name_;

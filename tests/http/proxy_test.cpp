@@ -100,9 +100,14 @@ class proxy_rig {
   }
   ~proxy_rig() {
     io_thread_.join();
-    ::shutdown(local_listen_, SHUT_RDWR);
-    local_thread_.join();
+    join_local();
     ::close(local_listen_);
+  }
+  // Waits for the local service's script to return: only then may the test read what the
+  // script wrote (ThreadSanitizer rightly flags reading it after finished() alone).
+  void join_local() {
+    ::shutdown(local_listen_, SHUT_RDWR);  // wakes an accept that never got its connection
+    if (local_thread_.joinable()) local_thread_.join();
   }
 
   static proxy_options default_options() {
@@ -161,6 +166,7 @@ TEST(HttpProxy, PipelinedRequestsAreAnsweredInOrderWithForwardedHeaders) {
   EXPECT_TRUE(rig.finished(5s));
   ::close(fd);
   EXPECT_EQ(rig.result().requests, 2u);
+  rig.join_local();
   EXPECT_EQ(seen_by_local.find("6.6.6.6"), std::string::npos) << seen_by_local;
   EXPECT_NE(seen_by_local.find("X-Forwarded-For: 198.51.100.1"), std::string::npos);
   EXPECT_NE(seen_by_local.find("X-Forwarded-Proto: https"), std::string::npos);
@@ -191,6 +197,7 @@ TEST(HttpProxy, ChunkedBodiesStayChunkedBothWays) {
   EXPECT_EQ(dechunk(answer->substr(answer->find("\r\n\r\n") + 4)), "abcdefg");
   ::close(fd);
   EXPECT_TRUE(rig.finished(5s));
+  rig.join_local();
   EXPECT_EQ(upload, "hello world");
 }
 
@@ -221,6 +228,7 @@ TEST(HttpProxy, ContinueThenAnUpgradeTurnsIntoAPipe) {
   EXPECT_TRUE(rig.finished(5s));
   ::close(fd);
   EXPECT_TRUE(rig.result().upgraded);
+  rig.join_local();
   EXPECT_NE(from_visitor.find("from-visitor"), std::string::npos);
 }
 
