@@ -14,19 +14,6 @@
 
 namespace burrow::test {
 
-namespace {
-
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-}  // namespace
-
 std::uint16_t free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -119,7 +106,7 @@ relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint
   auto fp = r.proc->wait_for_line(std::regex(R"(relay fingerprint: (sha256:[0-9a-f]{64}))"), 10s);
   EXPECT_TRUE(fp);
   if (fp) r.fingerprint = fp->groups[1];
-  r.token = read_text(state_dir_ / "agent.token");
+  r.token = read_text_file(state_dir_ / "agent.token");
   return r;
 }
 

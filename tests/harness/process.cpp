@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 
 extern char** environ;
@@ -300,6 +302,15 @@ std::optional<int> child_process::wait_exit(std::chrono::milliseconds deadline) 
   }
   std::lock_guard lock(reap_mutex_);
   return exit_code_;
+}
+
+std::string read_text_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
 }
 
 }  // namespace burrow::test

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -83,5 +84,8 @@ class child_process {
   std::optional<int> exit_code_;
   std::thread reader_;
 };
+
+// A small file's text without its trailing newlines ("" when it cannot be read).
+std::string read_text_file(const std::filesystem::path& p);
 
 }  // namespace burrow::test

@@ -17,15 +17,6 @@ namespace {
 
 using test::child_process;
 
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
 std::uint16_t port_of(const test::line_match& m) {
   return static_cast<std::uint16_t>(std::stoi(m.groups[1]));
 }
@@ -220,7 +211,7 @@ bool cluster::start_relay() {
   where_.https = port_of(*https);
   http_port_ = port_of(*http);
   fingerprint_ = fp->groups[1];
-  token_ = read_text(dir_ / "relay" / "agent.token");
+  token_ = read_text_file(dir_ / "relay" / "agent.token");
   std::lock_guard lock(relay_mutex_);
   relay_ = std::move(relay);
   return true;
