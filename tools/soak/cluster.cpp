@@ -211,7 +211,7 @@ bool cluster::start_relay() {
   where_.https = port_of(*https);
   http_port_ = port_of(*http);
   fingerprint_ = fp->groups[1];
-  token_ = read_text_file(dir_ / "relay" / "agent.token");
+  token_ = test::read_text_file(dir_ / "relay" / "agent.token");
   std::lock_guard lock(relay_mutex_);
   relay_ = std::move(relay);
   return true;
