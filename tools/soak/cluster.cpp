@@ -194,7 +194,11 @@ bool cluster::start_relay() {
       "127.0.0.1:" + std::to_string(http_port_), "--workers", std::to_string(workers_),
       // Restarts drain in-flight streams; a short drain keeps the
       // fault windows short.
-      "--drain-timeout", "3s"};
+      "--drain-timeout", "3s",
+      // The soak's own visitors are a load test from 127.0.0.1 (hundreds of new connections a
+      // second), so the rate limit is off; the open-connection limit stays on, low enough that
+      // the flood from 127.0.0.2 (400 held) runs into it while 127.0.0.1 (a few dozen) never does.
+      "--source-rate", "0", "--source-connections", "256"};
   auto relay = child_process::start("relay", argv);
   if (!relay) return false;
   auto port = relay->wait_for_line(std::regex(R"(agents connect to 127\.0\.0\.1:(\d+))"), 15s);
