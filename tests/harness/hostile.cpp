@@ -57,8 +57,7 @@ bool closed_by_peer(int fd, std::chrono::milliseconds limit) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         until - std::chrono::steady_clock::now());
     pollfd p{fd, POLLIN, 0};  // looks at least once, even when no time is left
-    if (::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0))) <= 0)
-      return false;
+    if (::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0))) <= 0) return false;
     ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
   }
