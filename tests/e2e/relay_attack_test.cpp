@@ -194,6 +194,12 @@ long rss_kib(pid_t pid) {
 }
 
 TEST_F(attack_test, VisitorsThatNeverReadCannotGrowTheRelay) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The relay is the same build: its resident memory is the sanitizer's (ASan keeps up to
+  // 256 MiB of freed blocks in quarantine, TSan shadows every byte), so the bound means nothing
+  // here. The release and debug suites check it.
+  GTEST_SKIP() << "resident memory under a sanitizer measures the sanitizer";
+#endif
   // 20 visitors push up to 32 MiB each into an echo they never read back, and 20 more open a
   // 64 MiB download they never read: nearly 2 GiB on offer. Flow control must hold the relay to
   // about a window per stream and direction (256 KiB) whatever they do.
