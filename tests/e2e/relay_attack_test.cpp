@@ -147,6 +147,12 @@ TEST_F(attack_test, MillionsOfTinyFramesAndStreamIdAbuseLeaveTheLinkServed) {
 }
 
 TEST_F(attack_test, RunningOutOfDescriptorsPausesAcceptAndRecovers) {
+#if defined(BURROW_UBSAN_VPTR)
+  // UBSan's vptr check needs a pipe(2) to probe a vtable; with the relay out of descriptors it
+  // reports "invalid vptr" on sound objects and aborts the relay. The release suite and the
+  // ThreadSanitizer step run this test.
+  GTEST_SKIP() << "UBSan's vptr check cannot run in a process out of descriptors";
+#endif
   // A visitor already connected before descriptors run out.
   int old = connect_tcp(agent_.public_port, 5s);
   ASSERT_GE(old, 0);
