@@ -158,9 +158,11 @@ asio::awaitable<link::dial_result> agent::connect_once(unsigned index) {
                        config_.relay_pin,
                        config_.relay_ca,
                        config_.connect_timeout,
-                       "relay " + config_.relay + " link " + std::to_string(index)};
+                       "relay " + config_.relay + " link " + std::to_string(index),
+                       config_.link_encryption};
+  // dial_relay fills link_encryption from the options.
   proto::hello hello{{proto::protocol_version}, "agent", config_.token, session_, index,
-                     "burrow/" BURROW_VERSION};
+                     "burrow/" BURROW_VERSION,  ""};
   auto dialling = link::dial_relay(std::move(o), tls_, std::move(hello));
   co_return co_await std::move(dialling);
 }

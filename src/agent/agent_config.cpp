@@ -13,7 +13,7 @@ const std::vector<std::string>& agent_setting_keys() {
   static const std::vector<std::string> keys{
       "relay",       "token",      "relay-pin", "relay-ca",        "links",
       "backoff-max", "log-format", "log-level", "connect-timeout", "drain-timeout",
-      "state-dir",   "e2ee-cert",  "e2ee-key"};
+      "state-dir",   "e2ee-cert",  "e2ee-key",  "link-encryption"};
   return keys;
 }
 
@@ -196,6 +196,7 @@ agent_config make_agent_config(const layered_settings& s, std::vector<service_co
     c.relay_pin = *canonical;
   }
   c.relay_ca = s.text_or("relay-ca", "");
+  c.link_encryption = link::parse_link_encryption_setting(s);
   c.links = static_cast<unsigned>(s.number_or("links", 2, 1, 64));
   c.backoff_max = s.duration_or("backoff-max", c.backoff_max);
   if (c.backoff_max < std::chrono::milliseconds(100))

@@ -10,6 +10,7 @@
 
 #include "core/settings.hpp"
 #include "http/access_rules.hpp"
+#include "link/encryption.hpp"
 #include "proto/proxy_protocol.hpp"
 
 namespace burrow::agent {
@@ -52,6 +53,7 @@ struct agent_config {
   std::string relay_pin;  // canonical "sha256:..." of the relay's certificate, or empty
   std::string relay_ca;   // PEM bundle to verify the relay with when there is no pin
   unsigned links = 2;
+  link::link_encryption link_encryption = link::link_encryption::tls;  // none: plain frames
   std::chrono::milliseconds backoff_first{100};
   std::chrono::milliseconds backoff_max{5000};
   std::chrono::milliseconds connect_timeout{10000};

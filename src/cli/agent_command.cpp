@@ -14,6 +14,8 @@ int run_agent(const layered_settings& s, std::vector<settings_layer> service_lay
   auto config = agent::make_agent_config(s, std::move(services));
   if (config.relay_pin.empty() && config.relay_ca.empty())
     spdlog::warn("no --relay-pin: the relay's certificate is checked against the system's CAs");
+  if (config.link_encryption == link::link_encryption::none)
+    spdlog::warn("{}", link::unencrypted_link_warning);
   agent::agent a(std::move(config));
   return a.run();
 }

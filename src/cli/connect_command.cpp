@@ -28,6 +28,9 @@ int run_connect(const layered_settings& s, std::string service, bool stdio) {
         "connection on standard input and output (ssh -o ProxyCommand)");
   if (config.relay_pin.empty() && config.relay_ca.empty())
     spdlog::warn("no --relay-pin: the relay's certificate is checked against the system's CAs");
+  if (config.link_encryption == link::link_encryption::none)
+    spdlog::warn("{}; an end-to-end service's streams stay encrypted between you and the agent",
+                 link::unencrypted_link_warning);
   connect::connector c(std::move(config));
   c.bind();
   return c.run();

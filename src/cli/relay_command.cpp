@@ -58,6 +58,10 @@ void add_relay_options(option_set& o, CLI::App& app) {
         "new connections a quiet source address may open at once (default 2000)");
   o.add(app, "tcp-keepalive",
         "idle time before TCP keepalive probes reap a vanished peer; 0 = off (default 60s)");
+  o.add(app, "link-encryption",
+        "tls (default): every agent link is encrypted; none: also accept agents and `burrow "
+        "connect` that ask for links without encryption (--link-encryption none on their "
+        "side), for private networks only");
   o.add_list(app, "metrics-listen",
              "serve Prometheus metrics at http://HOST:PORT/metrics, repeatable (default: none; "
              "keep it on a private address)");
@@ -72,6 +76,9 @@ int print_relay_ca(const layered_settings& s) {
 
 int run_relay(const layered_settings& s, std::function<layered_settings()> reread) {
   auto config = relay::make_relay_config(s);
+  if (config.link_encryption == link::link_encryption::none)
+    spdlog::warn("{} (this relay accepts such links from agents that ask)",
+                 link::unencrypted_link_warning);
   std::vector<std::string> names;
   if (!config.advertise.empty()) names.push_back(config.advertise);
   auto state = relay::load_or_create_state(config.state_dir, names);

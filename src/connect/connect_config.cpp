@@ -8,8 +8,10 @@ namespace burrow::connect {
 
 const std::vector<std::string>& connect_setting_keys() {
   static const std::vector<std::string> keys{
-      "relay",     "relay-pin",   "relay-ca",        "pin",    "visitor-token", "listen",   "links",
-      "max-links", "backoff-max", "connect-timeout", "resume", "log-format",    "log-level"};
+      "relay",         "relay-pin",       "relay-ca", "pin",
+      "visitor-token", "listen",          "links",    "max-links",
+      "backoff-max",   "connect-timeout", "resume",   "log-format",
+      "log-level",     "link-encryption"};
   return keys;
 }
 
@@ -44,6 +46,7 @@ connect_config make_connect_config(const layered_settings& s, std::string servic
                        ") is not HOST:PORT");
   c.relay_pin = fingerprint_or_throw(s, "relay-pin", "relay pin");
   c.relay_ca = s.text_or("relay-ca", "");
+  c.link_encryption = link::parse_link_encryption_setting(s);
   c.pin = fingerprint_or_throw(s, "pin", "pin");
   if (c.pin.empty())
     throw config_error(

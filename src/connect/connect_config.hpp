@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/settings.hpp"
+#include "link/encryption.hpp"
 
 namespace burrow::connect {
 
@@ -21,7 +22,8 @@ struct connect_config {
   bool stdio = false;         // one connection over standard input and output instead
   bool resume = true;         // TLS session resumption with the agent
   unsigned links = 2;         // links kept open to the relay
-  unsigned max_links = 8;     // more are opened when every link is full
+  link::link_encryption link_encryption = link::link_encryption::tls;  // none: plain frames
+  unsigned max_links = 8;  // more are opened when every link is full
   std::chrono::milliseconds backoff_first{100};
   std::chrono::milliseconds backoff_max{5000};
   std::chrono::milliseconds connect_timeout{10000};  // relay link, stream open, TLS handshake

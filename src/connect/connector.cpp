@@ -46,7 +46,8 @@ connector::connector(connect_config config)
            config_.relay_pin,
            config_.relay_ca,
            config_.connect_timeout,
-           ""};
+           "",
+           config_.link_encryption};
 }
 
 connector::~connector() = default;
@@ -131,7 +132,7 @@ asio::awaitable<void> connector::link_slot(unsigned index) {
     link::dial_options o = dial_;
     o.link_name = "relay " + config_.relay + " link " + std::to_string(index);
     proto::hello hello{{proto::protocol_version}, "visitor", "", session_, index,
-                       "burrow/" BURROW_VERSION};
+                       "burrow/" BURROW_VERSION,  ""};
     return link::dial_relay(std::move(o), link_tls_, std::move(hello));
   };
   plan.serve = [this](std::shared_ptr<link::link> l) { return serve_link(l); };

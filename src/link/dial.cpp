@@ -6,6 +6,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include "core/deadline.hpp"
 #include "link/flow_window.hpp"
 #include "link/handshake.hpp"
@@ -89,6 +91,8 @@ asio::awaitable<dial_result> dial_relay(dial_options o, asio::ssl::context& ctx,
     out.failure = dial_failure::refused;
     co_return out;
   }
+  const bool want_plain = o.encryption == link_encryption::none;
+  if (want_plain) hello.link_encryption = "none";
   auto send_hello = write_control_frame(tls, std::move(hello));
   auto sent = co_await with_deadline(std::move(send_hello), o.timeout);
   if (!sent || *sent) {
@@ -103,7 +107,12 @@ asio::awaitable<dial_result> dial_relay(dial_options o, asio::ssl::context& ctx,
   }
   if (auto* err = std::get_if<proto::link_error>(&*reply->message)) {
     out.error = "relay refused the link: " + err->message + " (" + err->code + ")";
-    if (err->code == "bad_token") {
+    if (err->code == "link_encryption") {
+      out.failure = dial_failure::refused;
+      out.error = "the relay refused an unencrypted link (" + err->message +
+                  "). Drop --link-encryption none, or start the relay with --link-encryption none "
+                  "to allow it";
+    } else if (err->code == "bad_token") {
       out.failure = dial_failure::bad_token;
       out.error =
           "the relay refused the token (bad_token). Check --token or BURROW_TOKEN: "
@@ -130,8 +139,15 @@ asio::awaitable<dial_result> dial_relay(dial_options o, asio::ssl::context& ctx,
     limits.ping_interval = std::chrono::milliseconds(w->ping_interval_ms);
   limits.ping_timeout = w->ping_timeout_ms >= 100 ? std::chrono::milliseconds(w->ping_timeout_ms)
                                                   : limits.ping_interval;
+  // A relay that does not know the field answers without it, and the link stays encrypted.
+  auto encryption =
+      want_plain && w->link_encryption == "none" ? link_encryption::none : link_encryption::tls;
+  if (want_plain && encryption == link_encryption::tls)
+    spdlog::warn("link {}: the relay did not agree to an unencrypted link; it stays on TLS",
+                 o.link_name);
   out.failure = dial_failure::none;
-  out.link = std::make_shared<link>(std::move(tls), link_role::dialer, limits, o.link_name);
+  out.link =
+      std::make_shared<link>(std::move(tls), link_role::dialer, limits, o.link_name, encryption);
   co_return out;
 }
 

@@ -21,6 +21,7 @@ struct dial_options {
   std::string relay_ca;                      // PEM file for chain verification when there is no pin
   std::chrono::milliseconds timeout{10000};  // per step
   std::string link_name;                     // for logs
+  link_encryption encryption = link_encryption::tls;  // none: ask the relay for a plain link
 };
 
 // Why a dial failed: `retry` is worth another try later; the others will fail again as they are.

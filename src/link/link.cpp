@@ -16,8 +16,12 @@ namespace asio = boost::asio;
 using proto::frame_type;
 using proto::stream_status;
 
-link::link(tls_stream socket, link_role role, link_limits limits, std::string name)
+link::link(tls_stream socket, link_role role, link_limits limits, std::string name,
+           link_encryption encryption)
     : socket_(std::move(socket)),
+      encryption_(encryption),
+      hold_writes_(encryption == link_encryption::none && role == link_role::acceptor),
+      first_read_event_(socket_.get_executor()),
       executor_(socket_.get_executor()),
       role_(role),
       limits_(limits),
@@ -33,6 +37,10 @@ asio::awaitable<std::string> link::run(handlers h) {
   using namespace asio::experimental::awaitable_operators;
   auto self = shared_from_this();
   handlers_ = std::move(h);
+  if (encryption_ == link_encryption::none && role_ == link_role::dialer) {
+    std::uint8_t hello_ping[8] = {};
+    append_frame(frame_type::ping, 0, 0, hello_ping);
+  }
   co_await (reader() || writer() || keeper());
   closed_ = true;
   reset_all(stream_status::cancelled);
@@ -48,10 +56,13 @@ asio::awaitable<std::string> link::run(handlers h) {
 asio::awaitable<void> link::reader() {
   const std::size_t read_size =
       std::max<std::size_t>(limits_.max_frame, 64 * 1024) + proto::frame_header_size;
+  const bool plain = encryption_ == link_encryption::none;
   while (!aborted_) {
+    auto into = asio::buffer(read_buffer_.prepare(read_size), read_size);
     auto [ec, n] =
-        co_await socket_.async_read_some(asio::buffer(read_buffer_.prepare(read_size), read_size),
-                                         asio::as_tuple(asio::use_awaitable));
+        plain ? co_await socket_.next_layer().async_read_some(into,
+                                                              asio::as_tuple(asio::use_awaitable))
+              : co_await socket_.async_read_some(into, asio::as_tuple(asio::use_awaitable));
     if (ec) {
       if (close_reason_.empty())
         close_reason_ = (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
@@ -61,6 +72,10 @@ asio::awaitable<void> link::reader() {
     }
     read_buffer_.commit(n);
     counters_.bytes_in += n;
+    if (hold_writes_) {
+      hold_writes_ = false;
+      first_read_event_.notify();
+    }
     last_received_ = std::chrono::steady_clock::now();
     for (;;) {
       auto r = proto::decode_frame(read_buffer_.bytes(), limits_.max_frame);
@@ -77,6 +92,8 @@ asio::awaitable<void> link::reader() {
 }
 
 asio::awaitable<void> link::writer() {
+  while (hold_writes_) co_await first_read_event_.wait();
+  const bool plain = encryption_ == link_encryption::none;
   for (;;) {
     if (write_buffer_.empty()) {
       if (going_away_ && closing_) co_return;
@@ -84,9 +101,11 @@ asio::awaitable<void> link::writer() {
       continue;
     }
     std::swap(write_buffer_, writing_);
+    auto out = asio::buffer(writing_.data(), writing_.size());
     auto [ec, n] =
-        co_await asio::async_write(socket_, asio::buffer(writing_.data(), writing_.size()),
-                                   asio::as_tuple(asio::use_awaitable));
+        plain ? co_await asio::async_write(socket_.next_layer(), out,
+                                           asio::as_tuple(asio::use_awaitable))
+              : co_await asio::async_write(socket_, out, asio::as_tuple(asio::use_awaitable));
     counters_.bytes_out += n;
     writing_.clear();
     if (ec) {

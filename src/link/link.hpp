@@ -1,6 +1,8 @@
 // A link: one TLS connection between agent and relay carrying many streams. One reader and one
 // writer coroutine; everything queued for sending is coalesced into one TLS write. A link and
-// its streams live on one executor (one thread), so nothing here takes a lock.
+// its streams live on one executor (one thread), so nothing here takes a lock. With
+// link_encryption::none the frames go straight over the TCP socket under the TLS session that
+// authenticated it (see encryption.hpp).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -15,6 +17,7 @@
 #include <unordered_map>
 
 #include "link/byte_buffer.hpp"
+#include "link/encryption.hpp"
 #include "link/event.hpp"
 #include "link/limits.hpp"
 #include "link/rate_limit.hpp"
@@ -47,7 +50,8 @@ class link : public std::enable_shared_from_this<link> {
     std::function<void()> on_go_away;
   };
 
-  link(tls_stream socket, link_role role, link_limits limits, std::string name);
+  link(tls_stream socket, link_role role, link_limits limits, std::string name,
+       link_encryption encryption = link_encryption::tls);
   ~link();
   link(const link&) = delete;
   link& operator=(const link&) = delete;
@@ -67,6 +71,7 @@ class link : public std::enable_shared_from_this<link> {
 
   const std::string& name() const { return name_; }
   const link_limits& limits() const { return limits_; }
+  link_encryption encryption() const { return encryption_; }
   // A reloaded relay configuration; on the link's executor.
   void set_stream_idle_timeout(std::chrono::milliseconds t) { limits_.stream_idle_timeout = t; }
   boost::asio::any_io_executor executor() const { return executor_; }
@@ -107,6 +112,12 @@ class link : public std::enable_shared_from_this<link> {
   void reset_all(proto::stream_status status);
 
   tls_stream socket_;
+  link_encryption encryption_;
+  // An unencrypted link switches from TLS after the welcome. The acceptor writes nothing until
+  // the dialer's first plaintext bytes arrive, so no plaintext can be read into the dialer's TLS
+  // engine; the dialer opens with a ping.
+  bool hold_writes_ = false;
+  event first_read_event_;
   boost::asio::any_io_executor executor_;
   link_role role_;
   link_limits limits_;

@@ -171,19 +171,23 @@ std::string encode_control(const control_message& m) {
           [](const hello& h) {
             json::array versions;
             for (auto v : h.versions) versions.push_back(v);
-            return json::object{{"type", "hello"},       {"versions", versions},
-                                {"role", h.role},        {"token", h.token},
-                                {"session", h.session},  {"link_index", h.link_index},
-                                {"software", h.software}};
+            json::object o{{"type", "hello"},       {"versions", versions},
+                           {"role", h.role},        {"token", h.token},
+                           {"session", h.session},  {"link_index", h.link_index},
+                           {"software", h.software}};
+            if (!h.link_encryption.empty()) o["link_encryption"] = h.link_encryption;
+            return o;
           },
           [](const welcome& w) {
-            return json::object{{"type", "welcome"},
-                                {"version", w.version},
-                                {"max_frame", w.max_frame},
-                                {"initial_window", w.initial_window},
-                                {"max_streams", w.max_streams},
-                                {"ping_interval_ms", w.ping_interval_ms},
-                                {"ping_timeout_ms", w.ping_timeout_ms}};
+            json::object o{{"type", "welcome"},
+                           {"version", w.version},
+                           {"max_frame", w.max_frame},
+                           {"initial_window", w.initial_window},
+                           {"max_streams", w.max_streams},
+                           {"ping_interval_ms", w.ping_interval_ms},
+                           {"ping_timeout_ms", w.ping_timeout_ms}};
+            if (!w.link_encryption.empty()) o["link_encryption"] = w.link_encryption;
+            return o;
           },
           [](const register_services& r) {
             json::array a;
@@ -250,6 +254,7 @@ control_decode decode_control(std::string_view text) {
     r.str("session", h.session);
     r.num("link_index", h.link_index);
     r.str("software", h.software);
+    r.str("link_encryption", h.link_encryption);
     if (r.ok) out.message = std::move(h);
   } else if (type == "welcome") {
     welcome w;
@@ -259,6 +264,7 @@ control_decode decode_control(std::string_view text) {
     r.num("max_streams", w.max_streams);
     r.num("ping_interval_ms", w.ping_interval_ms);
     r.num("ping_timeout_ms", w.ping_timeout_ms);
+    r.str("link_encryption", w.link_encryption);
     if (r.ok) out.message = w;
   } else if (type == "register") {
     register_services reg;

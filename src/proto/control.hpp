@@ -19,6 +19,8 @@ struct hello {
   std::string session;                  // random id of the agent process, the same on every link
   std::uint32_t link_index = 0;
   std::string software;  // "burrow/0.1.0", for logs
+  // "none" asks for an unencrypted link after the welcome; empty (or "tls") keeps TLS.
+  std::string link_encryption{};
 };
 
 // The relay's answer to a good hello: the version chosen and the limits of this link.
@@ -29,6 +31,7 @@ struct welcome {
   std::uint32_t max_streams = 0;
   std::uint32_t ping_interval_ms = 0;
   std::uint32_t ping_timeout_ms = 0;
+  std::string link_encryption{};  // "none" when the relay granted hello's request; else empty
 };
 
 // A share URL's access rules as an inspect-mode relay enforces them: digests and crypt hashes

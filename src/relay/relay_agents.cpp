@@ -131,6 +131,17 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
     }
     co_return;
   }
+  auto asked = hello->link_encryption.empty() ? std::optional(link::link_encryption::tls)
+                                              : link::parse_link_encryption(hello->link_encryption);
+  if (asked != link::link_encryption::tls && config_.link_encryption != asked) {
+    {
+      std::string why = asked ? "this relay only runs encrypted links (--link-encryption tls)"
+                              : "hello's link_encryption must be tls or none";
+      rejected(listener::agent, "link_encryption", who, why, true);
+      co_await refuse_agent(tls, "link_encryption", why);
+    }
+    co_return;
+  }
   if (stopping_) {
     {
       std::string why = "the relay is shutting down";
@@ -147,7 +158,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
                    lim.initial_window,
                    lim.max_streams,
                    static_cast<std::uint32_t>(lim.ping_interval.count()),
-                   static_cast<std::uint32_t>(lim.ping_timeout.count())};
+                   static_cast<std::uint32_t>(lim.ping_timeout.count()),
+                   std::string(asked == link::link_encryption::none ? "none" : "")};
   auto send_welcome = link::write_control_frame(tls, w);
   if (auto sent = co_await with_deadline(std::move(send_welcome), handshake_timeout());
       !sent || *sent) {
@@ -157,7 +169,9 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
 
   std::string name = (visitor ? "visitor " : "agent ") + who + " session " +
                      hello->session.substr(0, 8) + " link " + std::to_string(hello->link_index);
-  auto l = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, lim, name);
+  auto l =
+      std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, lim, name, *asked);
+  if (*asked == link::link_encryption::none) spdlog::warn("{}: link without encryption", name);
   if (grant) {
     l->set_rate_limiter(grant->limiter());  // every stream of the link counts against the cap
     if (!grant->add_link(l)) {

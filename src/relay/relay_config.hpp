@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/address.hpp"
+#include "link/encryption.hpp"
 #include "link/limits.hpp"
 #include "relay/source_limits.hpp"
 
@@ -38,6 +39,9 @@ struct relay_config {
   std::chrono::milliseconds handshake_timeout{10000};
   std::chrono::milliseconds drain_timeout{10000};
   link::link_limits limits;
+  // none: links whose dialer asks for it carry frames unencrypted after the welcome (private
+  // networks only); tls: every link stays encrypted and such a request is refused.
+  link::link_encryption link_encryption = link::link_encryption::tls;
   // Per source address, on every listener (agents, HTTPS, HTTP, public ports).
   source_limit_config source;
   // TCP keepalive on accepted connections: idle time before the first probe; 0: off.

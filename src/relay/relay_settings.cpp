@@ -34,6 +34,7 @@ const std::vector<std::string>& relay_setting_keys() {
                                              "source-burst",
                                              "tcp-keepalive",
                                              "metrics-listen",
+                                             "link-encryption",
                                              "tokens"};
   return keys;
 }
@@ -121,6 +122,7 @@ relay_config make_relay_config(const layered_settings& s) {
   if (keepalive.count() != 0 && keepalive < std::chrono::seconds(1))
     throw config_error("tcp-keepalive must be 0 (off) or at least 1s");
   c.tcp_keepalive = std::chrono::duration_cast<std::chrono::seconds>(keepalive);
+  c.link_encryption = link::parse_link_encryption_setting(s);
   c.metrics_listen = s.list_or("metrics-listen", {});
   for (auto& l : c.metrics_listen)
     if (!parse_host_port(l, std::uint16_t{0}))

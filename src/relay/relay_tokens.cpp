@@ -118,6 +118,7 @@ void relay::reload(const relay_config& c) {
   if (c.http_listen != was.http_listen) restart("http-listen");
   if (c.workers != was.workers) restart("workers");
   if (c.metrics_listen != was.metrics_listen) restart("metrics-listen");
+  if (c.link_encryption != was.link_encryption) restart("link-encryption");
   if (c.state_dir != was.state_dir) restart("state-dir");
   if (c.limits.ping_interval != was.limits.ping_interval ||
       c.limits.ping_timeout != was.limits.ping_timeout ||

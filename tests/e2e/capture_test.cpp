@@ -80,6 +80,33 @@ TEST_F(Capture, PlainTunnelBaselineTheRelayReadsTheMarker) {
   EXPECT_TRUE(decrypted_bytes(wire.file(), no_keys, {relay.agent_port}).empty());
 }
 
+// --link-encryption none does what it says: the marker is in the clear on the agent's link, while
+// the agent's token, sent before the switch, is not (the handshake and hello stay TLS).
+TEST_F(Capture, UnencryptedLinkShowsTheBytesButNotTheToken) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay({"--link-encryption", "none"});
+  ASSERT_NE(relay.agent_port, 0);
+  const std::uint16_t public_port = free_port();
+  capture wire(dir_ / "relay.pcap", {relay.agent_port, public_port});
+  auto agent =
+      start_agent(relay, echo.port(),
+                  {"--remote-port", std::to_string(public_port), "--link-encryption", "none"});
+  ASSERT_EQ(agent.public_port, public_port);
+
+  const std::string marker = random_marker();
+  auto reply = exchange(public_port, marker);
+  ASSERT_TRUE(reply);
+  ASSERT_EQ(*reply, marker);
+  wire.stop();
+
+  const auto link_on_wire = raw_bytes(wire.file(), {relay.agent_port});
+  ASSERT_FALSE(link_on_wire.empty()) << "nothing captured on the agent port";
+  EXPECT_GE(occurrences(link_on_wire, marker), 2u)
+      << "to the agent and back, in the clear; " << link_on_wire.size() << " bytes captured";
+  EXPECT_EQ(occurrences(link_on_wire, relay.token), 0u) << "the token must only cross inside TLS";
+  EXPECT_EQ(occurrences(link_on_wire, "\"type\":\"hello\""), 0u);
+}
+
 // End to end: the marker goes through `burrow connect`, TLS with the agent inside the stream.
 // Both of the relay's legs (the visitor's link from connect and the agent's link) end on its
 // agent port; decrypted with the relay's own keys they show the service name the relay routes

@@ -126,7 +126,7 @@ rogue_agent::rogue_agent(std::uint16_t port, const std::string& token, const std
   boost::system::error_code ec;
   tls_.handshake(asio::ssl::stream_base::client, ec);
   if (ec) return;
-  proto::hello h{{proto::protocol_version}, role, token, "rogue-session", 0, "rogue"};
+  proto::hello h{{proto::protocol_version}, role, token, "rogue-session", 0, "rogue", ""};
   send(frame(proto::frame_type::control, 0, 0, proto::encode_control(h)));
   std::uint8_t head[proto::frame_header_size];
   asio::read(tls_, asio::buffer(head), ec);

@@ -104,6 +104,18 @@ TEST(Control, WelcomeAndErrorRoundTrip) {
   EXPECT_EQ(e.code, "bad_token");
 }
 
+TEST(Control, LinkEncryptionIsOptionalInHelloAndWelcome) {
+  hello h{{1}, "agent", "brw_x", "s1", 0, "burrow/test", "none"};
+  EXPECT_EQ(round_trip(h).link_encryption, "none");
+  h.link_encryption.clear();
+  // Absent on the wire when empty, so a relay of an earlier version reads the same hello.
+  EXPECT_EQ(encode_control(h).find("link_encryption"), std::string::npos);
+  EXPECT_EQ(round_trip(h).link_encryption, "");
+  welcome w{1, 65536, 262144, 65536, 5000, 5000, "none"};
+  EXPECT_EQ(round_trip(w).link_encryption, "none");
+  EXPECT_FALSE(decode_control(R"({"type":"welcome","version":1,"link_encryption":7})").message);
+}
+
 TEST(Control, RejectsMalformedInput) {
   EXPECT_FALSE(decode_control("").message);
   EXPECT_FALSE(decode_control("[]").message);

@@ -36,5 +36,13 @@ TEST(RelaySettings, BadShareUrlSettingsAreRefused) {
   EXPECT_THROW(from_file("domain = \"localhost\"\n"), config_error);
 }
 
+TEST(RelaySettings, LinkEncryptionIsTlsUnlessNoneIsAsked) {
+  EXPECT_EQ(from_file("").link_encryption, link::link_encryption::tls);
+  EXPECT_EQ(from_file("link_encryption = \"tls\"\n").link_encryption, link::link_encryption::tls);
+  EXPECT_EQ(from_file("link_encryption = \"none\"\n").link_encryption, link::link_encryption::none);
+  EXPECT_THROW(from_file("link_encryption = \"off\"\n"), config_error);
+  EXPECT_THROW(from_file("link_encryption = \"NONE\"\n"), config_error);
+}
+
 }  // namespace
 }  // namespace burrow::relay
