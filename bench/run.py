@@ -1994,13 +1994,24 @@ def chart_data(doc: dict) -> tuple[list[str], list[str], list[list[str]]]:
     return modes, marked, rows
 
 
+CHART_GAP = 1  # empty bar widths between clusters
+
+
+def bar_offset(j: int, n: int) -> float:
+    """x offset from its cluster's centre of bar j of n in a gnuplot clustered histogram."""
+    return (j - (n - 1) / 2) / (n + CHART_GAP)
+
+
 def gnuplot_script(data: Path, png: Path, modes: list[str], marked: list[str],
                    terminal: str) -> str:
     n = len(modes)
     plots = [f"'{data}' using {i + 2}:xtic(1) title '{m}'" for i, m in enumerate(modes)]
     points = ["pt 7 ps 1.6 lc rgb 'black'", "pt 9 ps 1.8 lc rgb '#cc0000'"]
-    plots += [f"'{data}' using 0:{n + 2 + j} with points {points[j % 2]} "
-              f"title '{m} target'" for j, m in enumerate(marked)]
+    for j, m in enumerate(marked):  # each target over its own mode's bar
+        if m in modes:
+            off = bar_offset(modes.index(m), n)
+            plots.append(f"'{data}' using ($0{off:+.4f}):{n + 2 + j} with points "
+                         f"{points[j % 2]} title '{m} target'")
     plots.append("1 with lines dt 2 lw 2 lc rgb 'gray40' title 'socat = 1'")
     return "\n".join([
         f"set terminal {terminal} size 1400,650 font ',10'",
@@ -2012,7 +2023,7 @@ def gnuplot_script(data: Path, png: Path, modes: list[str], marked: list[str],
         "set yrange [0.05:20]",
         "set grid ytics",
         "set style data histograms",
-        "set style histogram clustered gap 1",
+        f"set style histogram clustered gap {CHART_GAP}",
         "set style fill solid 0.85 border -1",
         "set boxwidth 0.9",
         "set xtics nomirror",
@@ -2022,14 +2033,9 @@ def gnuplot_script(data: Path, png: Path, modes: list[str], marked: list[str],
 
 
 def write_chart(doc: dict, png: Path, tmp: Path) -> str | None:
-    """Grouped bars of each mode's ratio to socat per column, the targets as points.
-    Returns None if written, else why not."""
-    gnuplot = shutil.which("gnuplot")
-    if not gnuplot:
-        return "gnuplot is not installed (apt-get install gnuplot-nox)"
+    """Grouped bars of each mode's ratio to socat per column, the targets as points, drawn by
+    gnuplot (pngcairo, else png).  Returns None if written, else gnuplot's complaint."""
     modes, marked, rows = chart_data(doc)
-    if not rows or not modes:
-        return "no ratio to socat to draw (the chart needs socat and another mode)"
     data = tmp / "chart.dat"
     data.write_text("\n".join(" ".join(r) for r in rows) + "\n")
     script = tmp / "chart.gp"
@@ -2037,7 +2043,7 @@ def write_chart(doc: dict, png: Path, tmp: Path) -> str | None:
     for terminal in ("pngcairo", "png"):
         script.write_text(gnuplot_script(data, png, modes, marked, terminal))
         try:
-            r = subprocess.run([gnuplot, str(script)], capture_output=True, text=True,
+            r = subprocess.run(["gnuplot", str(script)], capture_output=True, text=True,
                                timeout=60, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return "gnuplot did not finish within 60 s"
@@ -2231,22 +2237,27 @@ def run_rounds(ctx: Context) -> list[dict]:
 
 
 def chart_markdown(ctx: Context, doc: dict) -> str:
-    """Writes the PNG next to --out (same name, .png) and returns its Markdown; says loudly
-    when there is no chart."""
+    """Writes the PNG next to --out (same name, .png) and returns its Markdown.  Without
+    gnuplot, or if it fails, says so loudly; the Markdown and JSON are written anyway."""
     if not ctx.args.out:
         return ""
     png = Path(ctx.args.out).with_suffix(".png")
-    why = write_chart(doc, png, ctx.tmp)
+    modes, _, rows = chart_data(doc)
+    if not modes or not rows:
+        log("no chart: no throughput ratio to socat to draw (needs socat, another mode and a "
+            "throughput column)")
+        return ""
+    why = ("gnuplot is not installed (apt-get install gnuplot-nox; scripts/setup.sh does)"
+           if not shutil.which("gnuplot") else write_chart(doc, png, ctx.tmp))
     if why:
-        log("=" * 70)
-        log(f"WARNING: no chart written: {why}")
-        log("=" * 70)
-        return f"(No chart: {why}.)"
+        for line in ("=" * 70, f"WARNING: NO CHART WRITTEN: {why}", "=" * 70):
+            log(line)
+        return f"**No chart: {why}.**"
     log(f"wrote {png}")
     return (f"![Throughput of each mode relative to socat, with the targets]({png.name})\n\n"
-            "The chart: each mode's median ratio to socat per column (log scale), the "
-            "issue's targets for `burrow` and `burrow-plain` as points; drawn by gnuplot "
-            "from the JSON.")
+            "The chart: each mode's median ratio to socat per throughput column (log scale; "
+            "socat is the dashed line at 1), and the issue's targets for `burrow` and "
+            "`burrow-plain` as points over their bars; drawn by gnuplot from the JSON.")
 
 
 def write_outputs(ctx: Context, meta: dict, rounds: list[dict], scaling: list[dict],
