@@ -870,6 +870,35 @@ class SocatMode(Mode):
 SSHD = "/usr/sbin/sshd"  # sshd refuses to start unless run by its absolute path
 
 
+def _live_comm(pid: int) -> str | None:
+    """The command name of a live (not zombie) process, None if there is none."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    comm = stat[stat.index("(") + 1:stat.rindex(")")]
+    state = stat[stat.rindex(")") + 2:].split()[0]
+    return None if state == "Z" else comm
+
+
+def kill_leftovers(pids: list[int], comm: str) -> None:
+    """SIGKILL those of pids still alive and still named comm (a pid taken over by another
+    program in the meantime is left alone), after giving them STOP_GRACE seconds."""
+    def alive() -> list[int]:
+        return [pid for pid in pids if _live_comm(pid) == comm]
+
+    deadline = time.monotonic() + STOP_GRACE
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in alive():
+        log(f"{comm} (pid {pid}) outlived its client; SIGKILL")
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 class SshReverseMode(Mode):
     """OpenSSH: a private sshd on 127.0.0.1 and one `ssh -N -R` client per target, the classic
     reverse tunnel.  Both ends are the tunnel: sshd (its per-connection children carry the
@@ -970,12 +999,16 @@ class SshReverseMode(Mode):
         return port
 
     def stop(self) -> None:
+        # sshd's per-connection children call setsid(), so stopping the listener's process
+        # group leaves them; they exit when their client goes, and are killed if they do not.
+        sessions = _tree_pids([self.sshd.pid], _all_stats())[1:] if self.sshd else []
         for c in self.clients:
             self.ctx.procs.stop(c)
         self.clients, self.forward_ports, self.session_pid = [], [], None
         if self.sshd:
             self.ctx.procs.stop(self.sshd)
             self.sshd = None
+        kill_leftovers(sessions, "sshd")
 
     def cpu_pids(self) -> list[int]:
         return ([self.sshd.pid] if self.sshd else []) + [c.pid for c in self.clients]
