@@ -89,7 +89,8 @@ COLUMNS: dict[str, dict] = {
     "restart": dict(kind="restart", label="relay restart to the first working request"),
     "tunnels200": dict(kind="tunnels", count=200, label="200 tunnels registered by one agent"),
 }
-QUICK_COLUMNS = ["bulk1", "http1k_c1", "http1k_c50", "http1k_c50_close", "http1k_c1000"]
+QUICK_COLUMNS = ["bulk1", "http1k_c1", "http1k_c50", "http1k_c50_close", "http1k_c1000", "restart",
+                 "tunnels200"]
 LOAD_KINDS = ("iperf", "wrk")  # columns that put load through the tunnel
 STEP_ERROR_LIMIT = 0.01  # errors per request above which a ladder of connection counts stops
 # The unpinned run (--scaling): the relay with 1 and with 2 worker threads, nothing pinned.
