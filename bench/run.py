@@ -2219,7 +2219,8 @@ def stripped_size(binary: str, tmp: Path) -> int:
 def binary_sizes(ctx: Context) -> dict[str, int]:
     sizes: dict[str, int] = {}
     if ctx.args.burrow:
-        sizes["burrow (stripped)"] = ctx.burrow_stripped_bytes
+        if ctx.burrow_stripped_bytes:
+            sizes["burrow (stripped)"] = ctx.burrow_stripped_bytes
         sizes["burrow (as built)"] = _installed_size(ctx.args.burrow)
     for name, path in (("socat", shutil.which("socat")), ("sshd", SSHD),
                        ("ssh", shutil.which("ssh"))):
