@@ -1265,9 +1265,10 @@ class BurrowPlainMode(BurrowMode):
     """As burrow, with the agent-relay link authenticated by TLS and then unencrypted."""
 
     name = "burrow-plain"
-    description = ("as burrow with `--link-encryption none` on the relay and the agents: the "
-                   "link is authenticated by TLS, then carries the data unencrypted (for "
-                   "private networks only; never the default)")
+    description = ("as burrow with `--link-encryption none` on the relay (which then accepts "
+                   "links without encryption) and on every agent (which asks for them): each "
+                   "link is authenticated by its TLS handshake, then carries the data "
+                   "unencrypted (for private networks only; never the default)")
     relay_extra = ["--link-encryption", "none"]
     agent_extra = ["--link-encryption", "none"]
     # Issue 6 "Targets", link without encryption, as ratios to socat.
