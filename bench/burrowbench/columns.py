@@ -110,6 +110,7 @@ WRK_ERROR_KINDS = ["connect", "read", "write", "timeout", "non2xx"]
 MANY_TIMEOUT = 30.0  # seconds for one agent to register the "tunnels" column's tunnels
 
 
+# Targets (issue 6): a mode's `targets` and `abs_checks` are built from these.
 def at_least(x):
     return (f"≥ {x}", lambda r, x=x: r is not None and r >= x)
 

@@ -15,7 +15,6 @@ MODES: dict[str, type[Mode]] = {m.name: m for m in (
     BurrowE2eeMode, BurrowE2eeNoResumeMode, BurrowHttpsBlindMode, BurrowHttpsInspectMode,
     BurrowHttpsPassthroughMode)}
 
-
 __all__ = ["MODES", "Mode", "DirectMode", "HttpsDirectMode", "SocatMode", "SshReverseMode",
            "BurrowMode", "BurrowPlainMode", "BurrowE2eeMode", "BurrowE2eeNoResumeMode",
            "BurrowHttpsBlindMode", "BurrowHttpsInspectMode", "BurrowHttpsPassthroughMode",
