@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   curl socat iperf3 nginx-light wrk procps iproute2 util-linux python3 openssh-server openssh-client
   tshark
+  gnuplot-nox  # bench/run.py draws its chart (docs/benchmarks.png) with gnuplot
   pebble  # a test ACME server (with pebble-challtestsrv) for the --acme end-to-end tests
 )
 missing=()
