@@ -61,10 +61,12 @@ TEST_F(link_encryption_test, ARelayRefusesUnencryptedLinksUnlessAllowed) {
   EXPECT_TRUE(logged(*relay.proc, R"(rejected \(link_encryption\): this relay only runs )"
                                   R"(encrypted links)"))
       << relay.proc->output();
-  EXPECT_EQ(
+  // Each of the agent's two link slots may have dialled before it stopped.
+  auto refused =
       metric_value(fetch_metrics(relay.metrics_port),
-                   R"(burrow_relay_rejected_total{listener="agent",reason="link_encryption"})"),
-      1);
+                   R"(burrow_relay_rejected_total{listener="agent",reason="link_encryption"})");
+  EXPECT_GE(refused, 1);
+  EXPECT_LE(refused, 2);
   // Nothing was weakened for anyone else: an ordinary agent still gets its encrypted tunnel.
   auto ordinary = start_agent(relay, echo.port(), {"--name", "ordinary"});
   ASSERT_NE(ordinary.public_port, 0);
