@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh release burrow >/dev/null
 args=("$@")
-[ "${#args[@]}" -gt 0 ] || args=(--rounds 3 --out docs/benchmarks.md)
+[ "${#args[@]}" -gt 0 ] || args=(--rounds 3 --scaling --out docs/benchmarks.md)
 python3 bench/run.py --burrow build/release/burrow "${args[@]}"
