@@ -47,8 +47,9 @@ class Proc:
             self._eof = True
             self._cond.notify_all()
 
-    def wait_for(self, pattern: str, timeout: float = READY_TIMEOUT) -> re.Match:
-        """Wait for an output line matching pattern (regex); raise on timeout/exit."""
+    def _scan(self, pattern: str, timeout: float, done, progress: str, poll: float):
+        """Feed each new output line's match of pattern to done(match) until it returns a
+        value (returned here); raise on timeout or exit, saying progress()."""
         rx = re.compile(pattern)
         deadline = time.monotonic() + timeout
         seen = 0
@@ -57,44 +58,32 @@ class Proc:
                 while seen < len(self.lines):
                     m = rx.search(self.lines[seen])
                     seen += 1
-                    if m:
-                        return m
+                    if m and (result := done(m)) is not None:
+                        return result
                 if self._eof:
-                    raise BenchError(f"{self.name} exited (rc={self.popen.poll()}) before "
-                                     f"printing /{pattern}/; see {self.log_path}:\n"
-                                     + self.tail())
+                    raise BenchError(f"{self.name} exited (rc={self.popen.poll()}) having printed {progress()}"
+                                     f" /{pattern}/; see {self.log_path}:\n" + self.tail())
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise BenchError(f"{self.name} did not print /{pattern}/ within "
+                    raise BenchError(f"{self.name} printed {progress()} /{pattern}/ within "
                                      f"{timeout:.0f} s; see {self.log_path}:\n" + self.tail())
-                self._cond.wait(min(left, 0.2))
+                self._cond.wait(min(left, poll))
+
+    def wait_for(self, pattern: str, timeout: float = READY_TIMEOUT) -> re.Match:
+        """Wait for an output line matching pattern (regex); raise on timeout/exit."""
+        return self._scan(pattern, timeout, lambda m: m, lambda: "no line matching", 0.2)
 
     def wait_count(self, pattern: str, n: int, timeout: float) -> None:
         """Wait until n distinct values of the regex's group 1 have been printed (each on a
         line of its own); raise on timeout or exit."""
-        rx = re.compile(pattern)
         found: set[str] = set()
-        deadline = time.monotonic() + timeout
-        seen = 0
-        with self._cond:
-            while True:
-                while seen < len(self.lines):
-                    m = rx.search(self.lines[seen])
-                    seen += 1
-                    if m:
-                        found.add(m.group(1))
-                if len(found) >= n:
-                    return
-                if self._eof:
-                    raise BenchError(f"{self.name} exited (rc={self.popen.poll()}) after "
-                                     f"{len(found)} of {n} lines /{pattern}/; see "
-                                     f"{self.log_path}:\n" + self.tail())
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise BenchError(f"{self.name} printed {len(found)} of {n} lines "
-                                     f"/{pattern}/ within {timeout:.0f} s; see "
-                                     f"{self.log_path}:\n" + self.tail())
-                self._cond.wait(min(left, 0.05))
+
+        def done(m):
+            found.add(m.group(1))
+            return True if len(found) >= n else None
+
+        if n > 0:
+            self._scan(pattern, timeout, done, lambda: f"{len(found)} of {n} lines matching", 0.05)
 
     def tail(self, n: int = 15) -> str:
         with self._cond:
