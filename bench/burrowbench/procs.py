@@ -61,8 +61,9 @@ class Proc:
                     if m and (result := done(m)) is not None:
                         return result
                 if self._eof:
-                    raise BenchError(f"{self.name} exited (rc={self.popen.poll()}) having printed {progress()}"
-                                     f" /{pattern}/; see {self.log_path}:\n" + self.tail())
+                    raise BenchError(f"{self.name} exited (rc={self.popen.poll()}) having "
+                                     f"printed {progress()} /{pattern}/; see "
+                                     f"{self.log_path}:\n" + self.tail())
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise BenchError(f"{self.name} printed {progress()} /{pattern}/ within "
