@@ -47,6 +47,11 @@ def chart_data(doc: dict) -> tuple[list[str], list[str], list[list[str]]]:
 CHART_GAP = 1  # empty bar widths between clusters
 
 
+# One colour per mode (gnuplot's own cycle has eight, and the chart has up to eleven modes).
+PALETTE = ["#9400d3", "#009e73", "#56b4e9", "#e69f00", "#f0e442", "#0072b2", "#e51e10",
+           "#000000", "#8c564b", "#ff7fbf", "#7f7f7f", "#17becf"]
+
+
 def bar_offset(j: int, n: int) -> float:
     """x offset from its cluster's centre of bar j of n in a gnuplot clustered histogram."""
     return (j - (n - 1) / 2) / (n + CHART_GAP)
@@ -55,7 +60,8 @@ def bar_offset(j: int, n: int) -> float:
 def gnuplot_script(data: Path, png: Path, modes: list[str], marked: list[str],
                    terminal: str) -> str:
     n = len(modes)
-    plots = [f"'{data}' using {i + 2}:xtic(1) title '{m}'" for i, m in enumerate(modes)]
+    plots = [f"'{data}' using {i + 2}:xtic(1) lc rgb '{PALETTE[i % len(PALETTE)]}' title '{m}'"
+             for i, m in enumerate(modes)]
     points = ["pt 7 ps 1.6 lc rgb 'black'", "pt 9 ps 1.8 lc rgb '#cc0000'"]
     for j, m in enumerate(marked):  # each target over its own mode's bar
         if m in modes:
