@@ -13,9 +13,9 @@
 #include <string_view>
 #include <utility>
 
-#include "e2ee/buffer_bio.hpp"
 #include "e2ee/contexts.hpp"
 #include "link/stream.hpp"
+#include "tls/buffer_bio.hpp"
 #include "tls/certs.hpp"
 
 namespace burrow::e2ee {
@@ -50,7 +50,7 @@ secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_
   if (!ctx || !stream_) throw std::invalid_argument("secure_stream: null context or stream");
   ssl_ = SSL_new(ctx);
   if (!ssl_) tls::throw_openssl_error("SSL_new failed");
-  BIO* bio = new_buffer_bio(&io_);
+  BIO* bio = tls::new_buffer_bio(&io_);
   if (!bio) {
     SSL_free(ssl_);
     tls::throw_openssl_error("cannot make the end-to-end BIO");

@@ -13,11 +13,11 @@
 #include <optional>
 #include <string_view>
 
-#include "e2ee/buffer_bio.hpp"
 #include "e2ee/contexts.hpp"
 #include "link/byte_buffer.hpp"
 #include "link/event.hpp"
 #include "proto/frame.hpp"
+#include "tls/buffer_bio.hpp"
 
 namespace burrow::link {
 class stream;
@@ -69,7 +69,7 @@ class secure_stream {
 
   std::shared_ptr<link::stream> stream_;
   SSL* ssl_ = nullptr;
-  bio_buffers io_;             // ciphertext between OpenSSL and the stream
+  tls::bio_buffers io_;        // ciphertext between OpenSSL and the stream
   link::byte_buffer sending_;  // swapped out of io_.out; the flusher hands it to the stream
   std::unique_ptr<std::uint8_t[]> landing_;  // for reads without a caller buffer big enough
   std::optional<link::event> flushed_;       // made on first use, on the stream's executor

@@ -8,19 +8,26 @@
 #include <boost/asio/write.hpp>
 #include <vector>
 
+#include "link/link_tls.hpp"
 #include "link/stream.hpp"
 
 namespace burrow::link {
 
 namespace asio = boost::asio;
 using proto::frame_type;
+
+namespace {
+// Plaintext encrypted per write: up to 16 records, sent with one system call.
+constexpr std::size_t tls_write_batch = 256 * 1024;
+}  // namespace
+
 using proto::stream_status;
 
 link::link(tls_stream socket, link_role role, link_limits limits, std::string name,
            link_encryption encryption)
     : socket_(std::move(socket)),
       encryption_(encryption),
-      hold_writes_(encryption == link_encryption::none && role == link_role::acceptor),
+      hold_writes_(role == link_role::acceptor),
       first_read_event_(socket_.get_executor()),
       executor_(socket_.get_executor()),
       role_(role),
@@ -37,11 +44,20 @@ asio::awaitable<std::string> link::run(handlers h) {
   using namespace asio::experimental::awaitable_operators;
   auto self = shared_from_this();
   handlers_ = std::move(h);
-  if (encryption_ == link_encryption::none && role_ == link_role::dialer) {
+  if (role_ == link_role::dialer) {
     std::uint8_t hello_ping[8] = {};
     append_frame(frame_type::ping, 0, 0, hello_ping);
   }
-  co_await (reader() || writer() || keeper());
+  bool ready = true;
+  if (encryption_ == link_encryption::tls) {
+    try {
+      tls_ = std::make_unique<link_tls>(socket_.native_handle());
+    } catch (const std::exception& e) {
+      ready = false;
+      close_reason_ = std::string("cannot take over the TLS session: ") + e.what();
+    }
+  }
+  if (ready) co_await (reader() || writer() || keeper());
   closed_ = true;
   reset_all(stream_status::cancelled);
   boost::system::error_code ec;
@@ -56,13 +72,19 @@ asio::awaitable<std::string> link::run(handlers h) {
 asio::awaitable<void> link::reader() {
   const std::size_t read_size =
       std::max<std::size_t>(limits_.max_frame, 64 * 1024) + proto::frame_header_size;
-  const bool plain = encryption_ == link_encryption::none;
+  auto& tcp = socket_.next_layer();
   while (!aborted_) {
-    auto into = asio::buffer(read_buffer_.prepare(read_size), read_size);
-    auto [ec, n] =
-        plain ? co_await socket_.next_layer().async_read_some(into,
-                                                              asio::as_tuple(asio::use_awaitable))
-              : co_await socket_.async_read_some(into, asio::as_tuple(asio::use_awaitable));
+    auto* into = tls_ ? tls_->prepare_read(read_size) : read_buffer_.prepare(read_size);
+    auto [ec, n] = co_await tcp.async_read_some(asio::buffer(into, read_size),
+                                                asio::as_tuple(asio::use_awaitable));
+    if (!ec && tls_) {
+      tls_->received(n);
+      std::size_t before = read_buffer_.size();
+      ec = tls_->decrypt(read_buffer_);
+      n = read_buffer_.size() - before;
+    } else if (!ec) {
+      read_buffer_.commit(n);
+    }
     if (ec) {
       if (close_reason_.empty())
         close_reason_ = (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
@@ -70,7 +92,6 @@ asio::awaitable<void> link::reader() {
                             : "read failed: " + ec.message();
       co_return;
     }
-    read_buffer_.commit(n);
     counters_.bytes_in += n;
     if (hold_writes_) {
       hold_writes_ = false;
@@ -93,7 +114,7 @@ asio::awaitable<void> link::reader() {
 
 asio::awaitable<void> link::writer() {
   while (hold_writes_) co_await first_read_event_.wait();
-  const bool plain = encryption_ == link_encryption::none;
+  auto& tcp = socket_.next_layer();
   for (;;) {
     if (write_buffer_.empty()) {
       if (going_away_ && closing_) co_return;
@@ -101,12 +122,27 @@ asio::awaitable<void> link::writer() {
       continue;
     }
     std::swap(write_buffer_, writing_);
-    auto out = asio::buffer(writing_.data(), writing_.size());
-    auto [ec, n] =
-        plain ? co_await asio::async_write(socket_.next_layer(), out,
-                                           asio::as_tuple(asio::use_awaitable))
-              : co_await asio::async_write(socket_, out, asio::as_tuple(asio::use_awaitable));
-    counters_.bytes_out += n;
+    boost::system::error_code ec;
+    if (tls_) {
+      // Several records per system call, a bounded batch at a time.
+      for (auto rest = writing_.bytes(); !rest.empty() && !ec;) {
+        auto batch = rest.first(std::min(rest.size(), tls_write_batch));
+        rest = rest.subspan(batch.size());
+        ec = tls_->encrypt(batch);
+        if (ec) break;
+        auto& records = tls_->ciphertext();
+        auto [wec, wn] = co_await asio::async_write(
+            tcp, asio::buffer(records.data(), records.size()), asio::as_tuple(asio::use_awaitable));
+        records.clear();
+        ec = wec;
+        if (!ec) counters_.bytes_out += batch.size();
+      }
+    } else {
+      auto [wec, wn] = co_await asio::async_write(
+          tcp, asio::buffer(writing_.data(), writing_.size()), asio::as_tuple(asio::use_awaitable));
+      ec = wec;
+      counters_.bytes_out += wn;
+    }
     writing_.clear();
     if (ec) {
       if (close_reason_.empty()) close_reason_ = "write failed: " + ec.message();

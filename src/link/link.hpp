@@ -1,6 +1,6 @@
 // A link: one TLS connection between agent and relay carrying many streams. One reader and one
-// writer coroutine; everything queued for sending is coalesced into one TLS write. A link and
-// its streams live on one executor (one thread), so nothing here takes a lock. With
+// writer coroutine; everything queued for sending is coalesced into one write of many records. A
+// link and its streams live on one executor (one thread), so nothing here takes a lock. With
 // link_encryption::none the frames go straight over the TCP socket under the TLS session that
 // authenticated it (see encryption.hpp).
 #pragma once
@@ -27,6 +27,7 @@
 namespace burrow::link {
 
 class stream;
+class link_tls;
 
 using tls_stream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
 
@@ -111,11 +112,12 @@ class link : public std::enable_shared_from_this<link> {
   bool peer_may_open(std::uint32_t id) const;
   void reset_all(proto::stream_status status);
 
-  tls_stream socket_;
+  tls_stream socket_;  // its TLS engine did the handshake and the opening exchange only
   link_encryption encryption_;
-  // An unencrypted link switches from TLS after the welcome. The acceptor writes nothing until
-  // the dialer's first plaintext bytes arrive, so no plaintext can be read into the dialer's TLS
-  // engine; the dialer opens with a ping.
+  std::unique_ptr<link_tls> tls_;  // the session from then on; null on an unencrypted link
+  // After the welcome, the link leaves asio's TLS engine (for link_tls, or for plain bytes). The
+  // acceptor writes nothing until the dialer's first bytes arrive, and the dialer opens with a
+  // ping, so neither side's engine can have read ahead into bytes that belong to the link.
   bool hold_writes_ = false;
   event first_read_event_;
   boost::asio::any_io_executor executor_;

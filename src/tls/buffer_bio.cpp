@@ -1,6 +1,6 @@
 // The buffer BIO's callbacks: writes append to `out`, reads take from `in` and ask to be retried
 // when it is empty.
-#include "e2ee/buffer_bio.hpp"
+#include "tls/buffer_bio.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 
 #include "tls/certs.hpp"
 
-namespace burrow::e2ee {
+namespace burrow::tls {
 namespace {
 
 bio_buffers* buffers_of(BIO* bio) {
@@ -45,7 +45,7 @@ long bio_ctrl(BIO* bio, int cmd, long, void*) {
   auto* io = buffers_of(bio);
   switch (cmd) {
     case BIO_CTRL_FLUSH:
-      return 1;  // flushing is secure_stream's business, after each OpenSSL call
+      return 1;  // flushing is the owner's business, after each OpenSSL call
     case BIO_CTRL_PENDING:
       return io ? static_cast<long>(io->in.size()) : 0;
     case BIO_CTRL_WPENDING:
@@ -62,10 +62,11 @@ int bio_create(BIO* bio) {
 
 BIO_METHOD* make_buffer_method() {
   int type = BIO_get_new_index();
-  BIO_METHOD* m = type == -1 ? nullptr : BIO_meth_new(type | BIO_TYPE_SOURCE_SINK, "e2ee");
+  BIO_METHOD* m =
+      type == -1 ? nullptr : BIO_meth_new(type | BIO_TYPE_SOURCE_SINK, "burrow-buffers");
   if (!m || BIO_meth_set_write(m, bio_write) != 1 || BIO_meth_set_read(m, bio_read) != 1 ||
       BIO_meth_set_ctrl(m, bio_ctrl) != 1 || BIO_meth_set_create(m, bio_create) != 1)
-    tls::throw_openssl_error("cannot make the end-to-end BIO method");
+    tls::throw_openssl_error("cannot make the buffer BIO method");
   return m;
 }
 
@@ -78,4 +79,4 @@ BIO* new_buffer_bio(bio_buffers* io) {
   return bio;
 }
 
-}  // namespace burrow::e2ee
+}  // namespace burrow::tls

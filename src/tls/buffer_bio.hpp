@@ -1,13 +1,14 @@
-// A BIO over two byte buffers, between OpenSSL and secure_stream. Unlike BIO_s_mem it never
-// moves bytes that a flush is still sending, and its memory goes back when the buffers are
-// released.
+// A BIO over two byte buffers, between OpenSSL and code that moves the ciphertext itself
+// (e2ee::secure_stream over a link stream, link::link_tls over the link's socket). Unlike
+// BIO_s_mem it never moves bytes that a flush is still sending, and its memory goes back when the
+// buffers are released.
 #pragma once
 
 #include <openssl/bio.h>
 
 #include "link/byte_buffer.hpp"
 
-namespace burrow::e2ee {
+namespace burrow::tls {
 
 struct bio_buffers {
   link::byte_buffer in;   // ciphertext from the peer, not yet taken by OpenSSL
@@ -18,4 +19,4 @@ struct bio_buffers {
 // retried), or null. `io` must outlive it.
 BIO* new_buffer_bio(bio_buffers* io);
 
-}  // namespace burrow::e2ee
+}  // namespace burrow::tls

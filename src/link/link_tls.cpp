@@ -1,0 +1,83 @@
+// Taking a link's TLS session over from asio::ssl::stream, and the record work on its buffers.
+#include "link/link_tls.hpp"
+
+#include <openssl/err.h>
+
+#include <algorithm>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <climits>
+#include <stdexcept>
+
+#include "tls/certs.hpp"
+
+namespace burrow::link {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+constexpr std::size_t max_record_plaintext = 16 * 1024;
+}
+
+link_tls::link_tls(SSL* ssl) : ssl_(ssl) {
+  if (!ssl_) throw std::invalid_argument("link_tls: no TLS session");
+  BIO* old = SSL_get_rbio(ssl_);
+  if (old && BIO_ctrl_wpending(old) != 0)
+    throw std::runtime_error("the TLS session still has records to send");
+  // Ciphertext asio already handed to the session's BIO but OpenSSL has not read yet.
+  while (old && BIO_ctrl_pending(old) > 0) {
+    std::size_t n = BIO_ctrl_pending(old);
+    int got = BIO_read(old, io_.in.prepare(n), static_cast<int>(std::min<std::size_t>(n, INT_MAX)));
+    if (got <= 0) break;
+    io_.in.commit(static_cast<std::size_t>(got));
+  }
+  BIO* ours = tls::new_buffer_bio(&io_);
+  if (!ours) tls::throw_openssl_error("cannot make the link's TLS buffers");
+  SSL_set_bio(ssl_, ours, ours);  // frees asio's half of its BIO pair; the SSL takes ours
+  // One SSL_write then encrypts the whole batch instead of stopping after each record.
+  SSL_clear_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE);
+}
+
+error_code link_tls::failed(int ssl_error) {
+  error_code ec;
+  if (ssl_error == SSL_ERROR_ZERO_RETURN) {
+    ec = asio::error::eof;
+  } else {
+    unsigned long code = ERR_get_error();
+    ec = code == 0 ? error_code(asio::ssl::error::stream_truncated)
+                   : error_code(static_cast<int>(code), asio::error::get_ssl_category());
+  }
+  ERR_clear_error();
+  return ec;
+}
+
+error_code link_tls::encrypt(std::span<const std::uint8_t> plain) {
+  while (!plain.empty()) {
+    int len = static_cast<int>(std::min<std::size_t>(plain.size(), INT_MAX / 2));
+    ERR_clear_error();
+    int r = SSL_write(ssl_, plain.data(), len);
+    if (r <= 0) return failed(SSL_get_error(ssl_, r));
+    plain = plain.subspan(static_cast<std::size_t>(r));
+  }
+  return {};
+}
+
+error_code link_tls::decrypt(byte_buffer& plain) {
+  for (;;) {
+    ERR_clear_error();
+    int r = SSL_read(ssl_, plain.prepare(max_record_plaintext), max_record_plaintext);
+    if (r > 0) {
+      plain.commit(static_cast<std::size_t>(r));
+      continue;
+    }
+    int err = SSL_get_error(ssl_, r);
+    if (err == SSL_ERROR_WANT_READ) {
+      if (io_.in.empty()) io_.in.clear();
+      return {};
+    }
+    return failed(err);
+  }
+}
+
+}  // namespace burrow::link

@@ -1,0 +1,49 @@
+// The link's TLS session once its opening exchange is done, driven through memory buffers rather
+// than asio::ssl::stream. Asio's stream moves one record (at most 16 KiB) per system call; here a
+// whole batch of frames becomes several records sent with one write, and one read takes in every
+// record the socket holds (docs/performance.md).
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <boost/system/error_code.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "link/byte_buffer.hpp"
+#include "tls/buffer_bio.hpp"
+
+namespace burrow::link {
+
+class link_tls {
+ public:
+  // Takes over the session of `ssl`, which stays owned (and is freed) by the asio stream that
+  // made it: ciphertext already read into its BIO moves to ours, and ours replaces it. The
+  // opening exchange guarantees nothing of the peer's is still in asio's own buffers: each side
+  // stays silent until the other's control frame has been read (link.hpp). Throws
+  // std::runtime_error when the session still has ciphertext to send.
+  explicit link_tls(SSL* ssl);
+  link_tls(const link_tls&) = delete;
+  link_tls& operator=(const link_tls&) = delete;
+
+  // Encrypts all of `plain` into records appended to ciphertext().
+  boost::system::error_code encrypt(std::span<const std::uint8_t> plain);
+  // Records ready to send; the caller clears it once written.
+  byte_buffer& ciphertext() { return io_.out; }
+
+  // Where to read up to n bytes of ciphertext from the socket; received() adds them.
+  std::uint8_t* prepare_read(std::size_t n) { return io_.in.prepare(n); }
+  void received(std::size_t n) { io_.in.commit(n); }
+  // Decrypts every whole record received so far, appending the plaintext to `plain`.
+  // asio::error::eof after the peer's close_notify.
+  boost::system::error_code decrypt(byte_buffer& plain);
+
+ private:
+  boost::system::error_code failed(int ssl_error);
+
+  SSL* ssl_;
+  tls::bio_buffers io_;
+};
+
+}  // namespace burrow::link
