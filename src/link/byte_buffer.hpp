@@ -39,6 +39,10 @@ class byte_buffer {
     data_.reset();
     begin_ = end_ = capacity_ = 0;
   }
+  // Gives the memory back if the buffer is empty and has grown past `keep` bytes.
+  void trim(std::size_t keep) {
+    if (empty() && capacity_ > keep) release();
+  }
 
  private:
   void grow(std::size_t n) {

@@ -19,6 +19,11 @@ using proto::frame_type;
 namespace {
 // Plaintext encrypted per write: up to 16 records, sent with one system call.
 constexpr std::size_t tls_write_batch = 256 * 1024;
+constexpr std::size_t min_read_size = 16 * 1024;
+constexpr std::size_t max_read_size = 256 * 1024;
+constexpr int small_reads_to_shrink = 16;
+// What an idle link's buffers keep after a burst.
+constexpr std::size_t idle_buffer_keep = 32 * 1024;
 }  // namespace
 
 using proto::stream_status;
@@ -70,13 +75,17 @@ asio::awaitable<std::string> link::run(handlers h) {
 }
 
 asio::awaitable<void> link::reader() {
-  const std::size_t read_size =
-      std::max<std::size_t>(limits_.max_frame, 64 * 1024) + proto::frame_header_size;
+  // Reads are large once one comes back large (bulk: many records per system call), and small
+  // again, with the memory given back, after a run of small ones (requests, or a quiet link).
+  // A single small read in a burst must not shrink them: reallocating costs more than it saves.
+  std::size_t read_size = min_read_size;
+  int small_reads = 0;
   auto& tcp = socket_.next_layer();
   while (!aborted_) {
     auto* into = tls_ ? tls_->prepare_read(read_size) : read_buffer_.prepare(read_size);
     auto [ec, n] = co_await tcp.async_read_some(asio::buffer(into, read_size),
                                                 asio::as_tuple(asio::use_awaitable));
+    const std::size_t received = n;
     if (!ec && tls_) {
       tls_->received(n);
       std::size_t before = read_buffer_.size();
@@ -109,6 +118,14 @@ asio::awaitable<void> link::reader() {
       if (!dispatch(r.header, r.payload) || aborted_) co_return;
       read_buffer_.consume(r.consumed);
     }
+    if (received >= min_read_size) {
+      read_size = max_read_size;
+      small_reads = 0;
+    } else if (read_size > min_read_size && ++small_reads == small_reads_to_shrink) {
+      read_size = min_read_size;
+      read_buffer_.trim(idle_buffer_keep);
+      if (tls_) tls_->trim_read(idle_buffer_keep);
+    }
   }
 }
 
@@ -130,10 +147,11 @@ asio::awaitable<void> link::writer() {
         rest = rest.subspan(batch.size());
         ec = tls_->encrypt(batch);
         if (ec) break;
-        auto& records = tls_->ciphertext();
-        auto [wec, wn] = co_await asio::async_write(
-            tcp, asio::buffer(records.data(), records.size()), asio::as_tuple(asio::use_awaitable));
-        records.clear();
+        tls_->take_records(records_);
+        auto [wec, wn] =
+            co_await asio::async_write(tcp, asio::buffer(records_.data(), records_.size()),
+                                       asio::as_tuple(asio::use_awaitable));
+        records_.clear();
         ec = wec;
         if (!ec) counters_.bytes_out += batch.size();
       }
@@ -143,7 +161,12 @@ asio::awaitable<void> link::writer() {
       ec = wec;
       counters_.bytes_out += wn;
     }
+    const bool small_batch = writing_.size() < min_read_size;
     writing_.clear();
+    if (small_batch) {  // after a burst, an idle link gives its buffers back
+      writing_.trim(idle_buffer_keep);
+      records_.trim(idle_buffer_keep);
+    }
     if (ec) {
       if (close_reason_.empty()) close_reason_ = "write failed: " + ec.message();
       co_return;

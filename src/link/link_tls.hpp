@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "link/byte_buffer.hpp"
 #include "tls/buffer_bio.hpp"
@@ -27,10 +28,12 @@ class link_tls {
   link_tls(const link_tls&) = delete;
   link_tls& operator=(const link_tls&) = delete;
 
-  // Encrypts all of `plain` into records appended to ciphertext().
+  // Encrypts all of `plain` into records, which take_records() hands out.
   boost::system::error_code encrypt(std::span<const std::uint8_t> plain);
-  // Records ready to send; the caller clears it once written.
-  byte_buffer& ciphertext() { return io_.out; }
+  // Swaps the records written so far (by encrypt, or an alert from decrypt) into `empty`, which
+  // the caller then sends: OpenSSL may append more while a send is in flight, and must not move
+  // the bytes being sent.
+  void take_records(byte_buffer& empty) { std::swap(io_.out, empty); }
 
   // Where to read up to n bytes of ciphertext from the socket; received() adds them.
   std::uint8_t* prepare_read(std::size_t n) { return io_.in.prepare(n); }
@@ -38,6 +41,9 @@ class link_tls {
   // Decrypts every whole record received so far, appending the plaintext to `plain`.
   // asio::error::eof after the peer's close_notify.
   boost::system::error_code decrypt(byte_buffer& plain);
+  // Gives back the read buffer's memory over `keep` bytes if it holds nothing; not while a read
+  // into prepare_read()'s space is in flight.
+  void trim_read(std::size_t keep) { io_.in.trim(keep); }
 
  private:
   boost::system::error_code failed(int ssl_error);
