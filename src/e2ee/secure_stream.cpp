@@ -17,6 +17,7 @@
 #include "link/stream.hpp"
 #include "tls/buffer_bio.hpp"
 #include "tls/certs.hpp"
+#include "tls/session_error.hpp"
 
 namespace burrow::e2ee {
 
@@ -69,17 +70,7 @@ secure_stream::~secure_stream() {
 // Called right after a failed OpenSSL call, before anything else can touch this thread's error
 // queue. Every failure but "needs more input" is fatal for the session.
 error_code secure_stream::failed(int ssl_error) {
-  error_code ec;
-  if (ssl_error == SSL_ERROR_ZERO_RETURN) {
-    ec = asio::error::eof;
-  } else {
-    unsigned long code = ERR_get_error();
-    if (code == 0 || ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
-      ec = asio::ssl::error::stream_truncated;
-    else
-      ec = error_code(static_cast<int>(code), asio::error::get_ssl_category());
-  }
-  ERR_clear_error();
+  error_code ec = tls::session_error(ssl_error);
   if (!broken_) broken_ = ec;
   return ec;
 }

@@ -15,6 +15,7 @@ namespace burrow::link {
 
 namespace asio = boost::asio;
 using proto::frame_type;
+using proto::stream_status;
 
 namespace {
 // Plaintext encrypted per write: up to 16 records, sent with one system call.
@@ -25,8 +26,6 @@ constexpr int small_reads_to_shrink = 16;
 // What an idle link's buffers keep after a burst.
 constexpr std::size_t idle_buffer_keep = 32 * 1024;
 }  // namespace
-
-using proto::stream_status;
 
 link::link(tls_stream socket, link_role role, link_limits limits, std::string name,
            link_encryption encryption)

@@ -4,16 +4,14 @@
 #include <openssl/err.h>
 
 #include <algorithm>
-#include <boost/asio/error.hpp>
-#include <boost/asio/ssl/error.hpp>
 #include <climits>
 #include <stdexcept>
 
 #include "tls/certs.hpp"
+#include "tls/session_error.hpp"
 
 namespace burrow::link {
 
-namespace asio = boost::asio;
 using boost::system::error_code;
 
 namespace {
@@ -39,25 +37,12 @@ link_tls::link_tls(SSL* ssl) : ssl_(ssl) {
   SSL_clear_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE);
 }
 
-error_code link_tls::failed(int ssl_error) {
-  error_code ec;
-  if (ssl_error == SSL_ERROR_ZERO_RETURN) {
-    ec = asio::error::eof;
-  } else {
-    unsigned long code = ERR_get_error();
-    ec = code == 0 ? error_code(asio::ssl::error::stream_truncated)
-                   : error_code(static_cast<int>(code), asio::error::get_ssl_category());
-  }
-  ERR_clear_error();
-  return ec;
-}
-
 error_code link_tls::encrypt(std::span<const std::uint8_t> plain) {
   while (!plain.empty()) {
     int len = static_cast<int>(std::min<std::size_t>(plain.size(), INT_MAX / 2));
     ERR_clear_error();
     int r = SSL_write(ssl_, plain.data(), len);
-    if (r <= 0) return failed(SSL_get_error(ssl_, r));
+    if (r <= 0) return tls::session_error(SSL_get_error(ssl_, r));
     plain = plain.subspan(static_cast<std::size_t>(r));
   }
   return {};
@@ -76,7 +61,7 @@ error_code link_tls::decrypt(byte_buffer& plain) {
       if (io_.in.empty()) io_.in.clear();
       return {};
     }
-    return failed(err);
+    return tls::session_error(err);
   }
 }
 

@@ -46,8 +46,6 @@ class link_tls {
   void trim_read(std::size_t keep) { io_.in.trim(keep); }
 
  private:
-  boost::system::error_code failed(int ssl_error);
-
   SSL* ssl_;
   tls::bio_buffers io_;
 };
