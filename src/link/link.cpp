@@ -138,6 +138,7 @@ asio::awaitable<void> link::writer() {
       continue;
     }
     std::swap(write_buffer_, writing_);
+    unsent_ = writing_.size();
     boost::system::error_code ec;
     if (tls_) {
       // Several records per system call, a bounded batch at a time.
@@ -152,7 +153,9 @@ asio::awaitable<void> link::writer() {
                                        asio::as_tuple(asio::use_awaitable));
         records_.clear();
         ec = wec;
-        if (!ec) counters_.bytes_out += batch.size();
+        if (ec) break;
+        counters_.bytes_out += batch.size();
+        unsent_ -= batch.size();
       }
     } else {
       auto [wec, wn] = co_await asio::async_write(
@@ -162,6 +165,7 @@ asio::awaitable<void> link::writer() {
     }
     const bool small_batch = writing_.size() < min_read_size;
     writing_.clear();
+    unsent_ = 0;
     if (small_batch) {  // after a burst, an idle link gives its buffers back
       writing_.trim(idle_buffer_keep);
       records_.trim(idle_buffer_keep);
@@ -445,9 +449,10 @@ void link::append_frame(frame_type type, std::uint8_t flags, std::uint32_t id,
 
 void link::queued() {
   write_event_.notify();
-  if (write_buffer_.size() > limits_.write_hard_limit && !closing_) {
+  // Everything not yet handed to the kernel counts, including the batch the writer is on.
+  if (write_buffer_.size() + unsent_ > limits_.write_hard_limit && !closing_) {
     spdlog::warn("link {}: {} bytes queued and the peer is not reading; closing", name_,
-                 write_buffer_.size());
+                 write_buffer_.size() + unsent_);
     close_reason_ = "peer stopped reading";
     closing_ = true;
     aborted_ = true;

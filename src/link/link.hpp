@@ -133,6 +133,7 @@ class link : public std::enable_shared_from_this<link> {
   byte_buffer read_buffer_;
   byte_buffer write_buffer_;  // frames being queued
   byte_buffer writing_;       // frames being written
+  std::size_t unsent_ = 0;    // bytes of writing_ not yet handed to the kernel
   byte_buffer records_;       // TLS records being written
   event write_event_;
   event writable_event_;
