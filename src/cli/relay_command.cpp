@@ -24,7 +24,7 @@ void add_relay_options(option_set& o, CLI::App& app) {
         "public ports to hand out: FIRST-LAST, or 0 for any (default 20000-29999)");
   o.add(app, "advertise",
         "host name shown to agents and visitors (default: listen host or hostname)");
-  o.add(app, "workers", "worker threads (default: one per core)");
+  o.add(app, "workers", "worker threads (default: one per CPU this process may run on)");
   o.add(app, "domain",
         "share URLs are https://NAME.DOMAIN; point *.DOMAIN at this host (default "
         "burrow.localhost)");

@@ -1,6 +1,8 @@
 // Worker threads and stop signals.
 #include "core/workers.hpp"
 
+#include <sched.h>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <thread>
@@ -10,6 +12,14 @@
 namespace burrow {
 
 namespace asio = boost::asio;
+
+unsigned usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 workers::workers(unsigned count) {
   for (unsigned i = 0; i < std::max(1u, count); ++i)

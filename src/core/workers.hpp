@@ -10,6 +10,10 @@
 
 namespace burrow {
 
+// The CPUs this process may run on: the size of its affinity mask (taskset, a container's
+// cpuset), else std::thread::hardware_concurrency(); at least 1.
+unsigned usable_cores();
+
 class workers {
  public:
   explicit workers(unsigned count);

@@ -8,7 +8,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <thread>
 
 #include "core/acceptor.hpp"
 #include "core/deadline.hpp"
@@ -43,8 +42,7 @@ relay::relay(relay_config config, relay_state state)
       state_(std::move(state)),
       sources_(config_.source),
       tcp_keepalive_(config_.tcp_keepalive),
-      workers_(config_.workers ? config_.workers
-                               : std::max(1u, std::thread::hardware_concurrency())),
+      workers_(config_.workers ? config_.workers : usable_cores()),
       tls_(tls::make_server_context(state_.server, {"burrow/1"})),
       domain_tls_(tls::make_web_server_context(
           tls::make_leaf(state_.ca, config_.domain, {config_.domain, "*." + config_.domain}, {},

@@ -34,7 +34,7 @@ struct relay_config {
   // Lifetime of the certificates the relay's CA signs for agents' share URLs (blind mode);
   // agents renew after two thirds of it.
   std::chrono::seconds share_cert_lifetime{24 * 3600};
-  unsigned workers = 0;                    // 0: one per core
+  unsigned workers = 0;                    // 0: one per usable CPU
   std::chrono::milliseconds grace{30000};  // how long a gone agent's ports stay reserved
   std::chrono::milliseconds handshake_timeout{10000};
   std::chrono::milliseconds drain_timeout{10000};
