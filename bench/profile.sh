@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
 # Where a tunnel's CPU goes: runs a relay and an agent (pinned to CPU 0) in front of iperf3 or
 # nginx (CPU 1), drives load through the tunnel, samples both burrow processes with
-# `perf record -e cpu-clock` and prints the share of samples per library and the top symbols.
+# `perf record -e cpu-clock` and prints the share of samples per library and the top symbols;
+# with --tool strace, counts their system calls (`strace -c -f`, which slows them: compare the
+# mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
-#   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|http1k] [--seconds N]
+#   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k] [--seconds N]
+#                    [--tool perf|strace]
 #
-# bulk: one iperf3 stream; http1k: wrk -t2 -c50 over 1 KiB. Everything on 127.0.0.1, every
+# bulk: one iperf3 stream; bulk8: eight; http1k: wrk -t2 -c50 over 1 KiB. Everything on 127.0.0.1, every
 # process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-burrow=build/release/burrow link=tls load=bulk seconds=8
+burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf
 while [ $# -gt 0 ]; do
   case "$1" in
     --burrow) burrow=$2; shift 2 ;;
     --link) link=$2; shift 2 ;;
     --load) load=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
+    --tool) tool=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
+case "$load" in bulk | bulk8 | http1k) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
+case "$tool" in perf | strace) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -39,7 +45,7 @@ wait_for() {  # FILE REGEX: the first match's first group, within 10 s
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 target=$(free_port)
-if [ "$load" = bulk ]; then
+if [ "$load" != http1k ]; then
   taskset -c 1 iperf3 -s -B 127.0.0.1 -p "$target" >/dev/null 2>&1 & pids+=($!)
 else
   mkdir -p "$tmp/www" && head -c 1024 /dev/urandom >"$tmp/www/1k.bin"
@@ -63,16 +69,28 @@ taskset -c 0 "$burrow" tcp "$target" --no-e2ee --relay "127.0.0.1:$port" \
   >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)
 public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
 
-echo "profiling relay $relay and agent $agent (link $link, load $load) for ${seconds}s" >&2
-perf record -q -F 999 -g -e cpu-clock -o "$tmp/perf.data" -p "$relay,$agent" \
-  -- sleep "$((seconds + 1))" >/dev/null 2>&1 & perf=$!
+echo "profiling relay $relay and agent $agent (link $link, load $load, $tool) for ${seconds}s" >&2
+if [ "$tool" = perf ]; then
+  perf record -q -F 999 -g -e cpu-clock -o "$tmp/perf.data" -p "$relay,$agent" \
+    -- sleep "$((seconds + 1))" >/dev/null 2>&1 & perf=$!
+else
+  timeout -s INT "$((seconds + 1))" strace -c -f -o "$tmp/strace.txt" -p "$relay" -p "$agent" \
+    >/dev/null 2>&1 & perf=$!
+fi
 sleep 0.5
-if [ "$load" = bulk ]; then
-  taskset -c 1 iperf3 -c 127.0.0.1 -p "$public" -t "$seconds" -f g | grep -E 'sender|receiver'
+if [ "$load" != http1k ]; then
+  streams=1; [ "$load" = bulk8 ] && streams=8
+  taskset -c 1 iperf3 -c 127.0.0.1 -p "$public" -P "$streams" -t "$seconds" -f g |
+    grep -E 'sender|receiver' | tail -2
 else
   taskset -c 1 wrk -t2 -c50 -d"${seconds}s" "http://127.0.0.1:$public/1k.bin" | grep -E 'Requests/sec|Transfer/sec'
 fi
 wait "$perf" || true
+if [ "$tool" = strace ]; then
+  echo "== system calls of relay and agent together"
+  head -25 "$tmp/strace.txt"
+  exit 0
+fi
 echo "== share of samples by object"
 perf report -i "$tmp/perf.data" --no-children --sort dso --stdio 2>/dev/null |
   grep -E '^ +[0-9]' | sed -E 's/ +$//' | head -12
