@@ -8,8 +8,8 @@
 #   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k] [--seconds N]
 #                    [--tool perf|strace]
 #
-# bulk: one iperf3 stream; bulk8: eight; http1k: wrk -t2 -c50 over 1 KiB. Everything on 127.0.0.1, every
-# process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk (scripts/setup.sh).
+# bulk: one iperf3 stream; bulk8: eight; http1k: wrk -t2 -c50 over 1 KiB. Everything on
+# 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf
