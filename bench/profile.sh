@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Where a tunnel's CPU goes: runs a relay and an agent (pinned to CPU 0) in front of iperf3 or
-# nginx (CPU 1), drives load through the tunnel, samples both burrow processes with
+# nginx (CPU 1), drives load through the tunnel, samples the burrow processes with
 # `perf record -e cpu-clock` and prints the share of samples per library and the top symbols;
 # with --tool strace, counts their system calls (`strace -c -f`, which slows them: compare the
 # mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
 #   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k] [--seconds N]
-#                    [--tool perf|strace]
+#                    [--tool perf|strace] [--mode tunnel|e2e]
 #
+# --mode e2e: the agent serves end to end and `burrow connect --listen` (also on CPU 0) is the
+# load's entry, so three processes are sampled.
 # bulk: one iperf3 stream; bulk8: eight; http1k: wrk -t2 -c50 over 1 KiB. Everything on
 # 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf
+burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf mode=tunnel
 while [ $# -gt 0 ]; do
   case "$1" in
     --burrow) burrow=$2; shift 2 ;;
@@ -20,11 +22,13 @@ while [ $# -gt 0 ]; do
     --load) load=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --tool) tool=$2; shift 2 ;;
+    --mode) mode=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
 case "$load" in bulk | bulk8 | http1k) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
 case "$tool" in perf | strace) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
+case "$mode" in tunnel | e2e) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -64,17 +68,28 @@ flags=(--state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --p
 taskset -c 0 "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
 port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
 pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
-taskset -c 0 "$burrow" tcp "$target" --no-e2ee --relay "127.0.0.1:$port" \
+e2ee=(--no-e2ee); [ "$mode" = e2e ] && e2ee=(--state-dir "$tmp/agent")
+taskset -c 0 "$burrow" tcp "$target" "${e2ee[@]}" --relay "127.0.0.1:$port" \
   --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" --link-encryption "$link" \
   >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)
-public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
+sampled="$relay,$agent"
+if [ "$mode" = tunnel ]; then
+  public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
+else
+  name=$(wait_for "$tmp/agent.log" 'reachable end to end as \K\S+')
+  cert=$(wait_for "$tmp/agent.log" 'reachable end to end as \S+ \(certificate \K[^)]+')
+  taskset -c 0 "$burrow" connect "$name" --relay "127.0.0.1:$port" --relay-pin "$pin" \
+    --pin "$cert" --listen 127.0.0.1:0 --link-encryption "$link" >"$tmp/connect.log" 2>&1 &
+  pids+=($!); sampled="$sampled,$!"
+  public=$(wait_for "$tmp/connect.log" 'listening on 127\.0\.0\.1:\K\d+')
+fi
 
-echo "profiling relay $relay and agent $agent (link $link, load $load, $tool) for ${seconds}s" >&2
+echo "profiling $sampled (relay, agent[, connect]; link $link, load $load, $tool) for ${seconds}s" >&2
 if [ "$tool" = perf ]; then
-  perf record -q -F 999 -g -e cpu-clock -o "$tmp/perf.data" -p "$relay,$agent" \
+  perf record -q -F 999 -g -e cpu-clock -o "$tmp/perf.data" -p "$sampled" \
     -- sleep "$((seconds + 1))" >/dev/null 2>&1 & perf=$!
 else
-  timeout -s INT "$((seconds + 1))" strace -c -f -o "$tmp/strace.txt" -p "$relay" -p "$agent" \
+  timeout -s INT "$((seconds + 1))" strace -c -f -o "$tmp/strace.txt" $(printf -- ' -p %s' ${sampled//,/ }) \
     >/dev/null 2>&1 & perf=$!
 fi
 sleep 0.5
@@ -87,7 +102,7 @@ else
 fi
 wait "$perf" || true
 if [ "$tool" = strace ]; then
-  echo "== system calls of relay and agent together"
+  echo "== system calls of the sampled processes together"
   head -25 "$tmp/strace.txt"
   exit 0
 fi
