@@ -65,7 +65,7 @@ agent::agent(agent_config config)
     : config_(std::move(config)),
       session_(hex(sha256(random_token())).substr(0, 32)),
       tls_(tls::make_client_context({"burrow/1"})),
-      workers_(config_.links) {
+      workers_(threads_for_links(config_.links)) {
   auto hp = parse_host_port(config_.relay, std::uint16_t{7835});
   relay_host_ = hp->host;
   relay_port_ = std::to_string(hp->port);
@@ -117,8 +117,10 @@ agent::agent(agent_config config)
 agent::~agent() = default;
 
 int agent::run() {
-  for (unsigned i = 0; i < workers_.size(); ++i)
-    spawn_logged(workers_.at(i).get_executor(), link_slot(i), "link " + std::to_string(i));
+  log_link_plan(config_.links, workers_.size(), config_.relay);
+  for (unsigned i = 0; i < config_.links; ++i)
+    spawn_logged(workers_.at(i % workers_.size()).get_executor(), link_slot(i),
+                 "link " + std::to_string(i));
   bool http = std::any_of(services_.begin(), services_.end(),
                           [](const service_state& st) { return st.config.kind == "http"; });
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();

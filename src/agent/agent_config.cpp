@@ -5,6 +5,7 @@
 
 #include "core/address.hpp"
 #include "core/duration.hpp"
+#include "core/workers.hpp"
 #include "tls/certs.hpp"
 
 namespace burrow::agent {
@@ -197,7 +198,7 @@ agent_config make_agent_config(const layered_settings& s, std::vector<service_co
   }
   c.relay_ca = s.text_or("relay-ca", "");
   c.link_encryption = link::parse_link_encryption_setting(s);
-  c.links = static_cast<unsigned>(s.number_or("links", 2, 1, 64));
+  c.links = static_cast<unsigned>(s.number_or("links", default_links(), 1, 64));
   c.backoff_max = s.duration_or("backoff-max", c.backoff_max);
   if (c.backoff_max < std::chrono::milliseconds(100))
     c.backoff_max = std::chrono::milliseconds(100);

@@ -47,7 +47,8 @@ void add_relay_link_options(option_set& o, CLI::App& app) {
   o.add(app, "relay", "the relay's address, HOST:PORT, as `burrow relay` or the agent printed it");
   o.add(app, "relay-pin", "SHA-256 fingerprint of the relay's certificate (sha256:...)");
   o.add(app, "relay-ca", "PEM file of CAs to verify the relay with, when there is no pin");
-  o.add(app, "links", "TLS links to keep open to the relay (default 2)");
+  o.add(app, "links",
+        "TLS links to keep open to the relay (default 2; 1 when this process may use one CPU)");
   o.add(app, "link-encryption",
         "tls (default), or none: after the TLS handshake the link carries tunnel traffic "
         "unencrypted, if the relay allows it; for private networks only");

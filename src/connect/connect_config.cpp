@@ -2,6 +2,7 @@
 #include "connect/connect_config.hpp"
 
 #include "core/address.hpp"
+#include "core/workers.hpp"
 #include "tls/certs.hpp"
 
 namespace burrow::connect {
@@ -65,7 +66,7 @@ connect_config make_connect_config(const layered_settings& s, std::string servic
     throw config_error("resume '" + resume + "' (from " + s.origin("resume") +
                        ") is not true or false");
   c.resume = resume == "true";
-  c.links = static_cast<unsigned>(s.number_or("links", 2, 1, 64));
+  c.links = static_cast<unsigned>(s.number_or("links", default_links(), 1, 64));
   c.max_links = static_cast<unsigned>(s.number_or("max-links", 8, 1, 64));
   if (c.max_links < c.links) c.max_links = c.links;
   c.backoff_max = s.duration_or("backoff-max", c.backoff_max);

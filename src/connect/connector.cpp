@@ -35,7 +35,7 @@ using asio::ip::tcp;
 connector::connector(connect_config config)
     : config_(std::move(config)),
       session_(hex(sha256(random_token())).substr(0, 32)),
-      workers_(config_.links),
+      workers_(threads_for_links(config_.links)),
       link_tls_(tls::make_client_context({"burrow/1"})),
       e2ee_tls_(e2ee::make_client_context()),
       sessions_(config_.resume) {
@@ -71,6 +71,7 @@ tcp::endpoint connector::local_endpoint() const {
 }
 
 int connector::run() {
+  log_link_plan(config_.links, workers_.size(), config_.relay);
   for (unsigned i = 0; i < config_.links; ++i) grow(false);
   auto ex = workers_.at(0).get_executor();
   if (config_.stdio) {

@@ -3,6 +3,7 @@
 
 #include <sched.h>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <thread>
@@ -19,6 +20,19 @@ unsigned usable_cores() {
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
     return static_cast<unsigned>(CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+unsigned threads_for_links(unsigned links) {
+  return std::max(1u, std::min(links, usable_cores()));
+}
+
+unsigned default_links() {
+  return std::min(2u, usable_cores());
+}
+
+void log_link_plan(unsigned links, std::size_t threads, const std::string& relay) {
+  spdlog::info("keeping {} link{} to relay {} on {} thread{}", links, links == 1 ? "" : "s", relay,
+               threads, threads == 1 ? "" : "s");
 }
 
 workers::workers(unsigned count) {

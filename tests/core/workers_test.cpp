@@ -15,11 +15,12 @@ TEST(UsableCores, CountsTheAffinityMask) {
   EXPECT_EQ(usable_cores(), static_cast<unsigned>(CPU_COUNT(&all)));
 }
 
-TEST(UsableCores, FollowsANarrowedMaskNotTheMachine) {
-  // In a thread of its own, so the test's other threads keep their mask.
-  unsigned seen = 0;
-  int rc = -1;
-  std::thread narrowed([&] {
+// Runs `f` in a thread of its own narrowed to one CPU, so the test's other threads keep their
+// mask; false if the mask could not be narrowed.
+template <typename F>
+bool on_one_cpu(F f) {
+  bool narrowed = false;
+  std::thread t([&] {
     cpu_set_t all;
     CPU_ZERO(&all);
     if (sched_getaffinity(0, sizeof all, &all) != 0) return;
@@ -28,12 +29,37 @@ TEST(UsableCores, FollowsANarrowedMaskNotTheMachine) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(first, &one);
-    rc = sched_setaffinity(0, sizeof one, &one);
-    seen = usable_cores();
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return;
+    narrowed = true;
+    f();
   });
-  narrowed.join();
-  ASSERT_EQ(rc, 0);
+  t.join();
+  return narrowed;
+}
+
+TEST(UsableCores, FollowsANarrowedMaskNotTheMachine) {
+  unsigned seen = 0;
+  ASSERT_TRUE(on_one_cpu([&] { seen = usable_cores(); }));
   EXPECT_EQ(seen, 1u);
+}
+
+TEST(Links, OneCpuKeepsOneLinkByDefaultAndRunsEveryLinkOnOneThread) {
+  unsigned links = 0, threads_for_three = 0, threads_for_none = 0;
+  ASSERT_TRUE(on_one_cpu([&] {
+    links = default_links();
+    threads_for_three = threads_for_links(3);
+    threads_for_none = threads_for_links(0);
+  }));
+  EXPECT_EQ(links, 1u);
+  EXPECT_EQ(threads_for_three, 1u);
+  EXPECT_EQ(threads_for_none, 1u);
+}
+
+TEST(Links, MoreCpusKeepTwoLinksAndAThreadPerLinkUpToTheCpus) {
+  unsigned cores = usable_cores();
+  EXPECT_EQ(default_links(), std::min(2u, cores));
+  EXPECT_EQ(threads_for_links(1), 1u);
+  EXPECT_EQ(threads_for_links(64), std::min(64u, cores));
 }
 
 TEST(Workers, RunsAtLeastOneContext) {
