@@ -5,6 +5,8 @@
 
 #include <thread>
 
+#include "harness/affinity.hpp"
+
 namespace burrow {
 namespace {
 
@@ -21,17 +23,9 @@ template <typename F>
 bool on_one_cpu(F f) {
   bool narrowed = false;
   std::thread t([&] {
-    cpu_set_t all;
-    CPU_ZERO(&all);
-    if (sched_getaffinity(0, sizeof all, &all) != 0) return;
-    int first = 0;
-    while (!CPU_ISSET(first, &all)) ++first;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0) return;
-    narrowed = true;
-    f();
+    test::one_cpu_scope scope;
+    narrowed = scope.narrowed();
+    if (narrowed) f();
   });
   t.join();
   return narrowed;

@@ -1,37 +1,11 @@
 // How many links an agent and `burrow connect` keep, and on how many threads, when they may run
 // on one CPU only: real processes started with the test thread narrowed to one CPU (a child
 // inherits its parent thread's affinity mask, as under taskset).
-#include <sched.h>
-
 #include "e2e/tunnel_fixture.hpp"
+#include "harness/affinity.hpp"
 
 namespace burrow::test {
 namespace {
-
-// Narrows the calling thread to its first allowed CPU for its lifetime, then restores the mask.
-class one_cpu {
- public:
-  one_cpu() {
-    CPU_ZERO(&saved_);
-    if (sched_getaffinity(0, sizeof saved_, &saved_) != 0) return;
-    int first = 0;
-    while (!CPU_ISSET(first, &saved_)) ++first;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    narrowed_ = sched_setaffinity(0, sizeof one, &one) == 0;
-  }
-  ~one_cpu() {
-    if (narrowed_) sched_setaffinity(0, sizeof saved_, &saved_);
-  }
-  one_cpu(const one_cpu&) = delete;
-  one_cpu& operator=(const one_cpu&) = delete;
-  bool narrowed() const { return narrowed_; }
-
- private:
-  cpu_set_t saved_;
-  bool narrowed_ = false;
-};
 
 TEST_F(tunnel_test, OnOneCpuAgentAndConnectKeepOneLinkEach) {
   tcp_server echo(server_mode::echo);
@@ -40,7 +14,7 @@ TEST_F(tunnel_test, OnOneCpuAgentAndConnectKeepOneLinkEach) {
   e2ee_agent_process agent;
   connect_process visitor;
   {
-    one_cpu pinned;
+    one_cpu_scope pinned;
     ASSERT_TRUE(pinned.narrowed());
     agent = start_e2ee_agent(relay, echo.port());
     visitor = start_connect(relay, agent);
@@ -61,7 +35,7 @@ TEST_F(tunnel_test, OnOneCpuLinksAskedForShareOneThreadAndAllCarryStreams) {
   auto relay = start_relay();
   agent_process agent;
   {
-    one_cpu pinned;
+    one_cpu_scope pinned;
     ASSERT_TRUE(pinned.narrowed());
     agent = start_agent(relay, echo.port(), {"--links", "3"});
   }
