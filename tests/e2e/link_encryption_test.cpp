@@ -24,7 +24,8 @@ TEST_F(link_encryption_test, UnencryptedLinksCarryTunnelsIntact) {
   auto relay = start_open_relay();
   ASSERT_NE(relay.agent_port, 0);
   EXPECT_TRUE(logged(*relay.proc, warning)) << relay.proc->output();
-  auto agent = start_agent(relay, echo.port(), {"--link-encryption", "none"});
+  // Two links whatever CPUs the test may use (one CPU would make one link the default).
+  auto agent = start_agent(relay, echo.port(), {"--link-encryption", "none", "--links", "2"});
   ASSERT_NE(agent.public_port, 0);
   EXPECT_TRUE(logged(*agent.proc, warning)) << agent.proc->output();
   // Each of the agent's two links says it runs without encryption.
