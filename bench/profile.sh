@@ -11,7 +11,8 @@
 # --mode e2e: the agent serves end to end and `burrow connect --listen` (also on CPU 0) is the
 # load's entry, so three processes are sampled.
 # bulk: one iperf3 stream; bulk8: eight; http1k: wrk -t2 -c50 over 1 KiB. Everything on
-# 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk (scripts/setup.sh).
+# 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk
+# (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf mode=tunnel
@@ -84,12 +85,14 @@ else
   public=$(wait_for "$tmp/connect.log" 'listening on 127\.0\.0\.1:\K\d+')
 fi
 
-echo "profiling $sampled (relay, agent[, connect]; link $link, load $load, $tool) for ${seconds}s" >&2
+echo "profiling $sampled (relay, agent[, connect]; link $link, load $load, $tool)" \
+  "for ${seconds}s" >&2
 if [ "$tool" = perf ]; then
   perf record -q -F 999 -g -e cpu-clock -o "$tmp/perf.data" -p "$sampled" \
     -- sleep "$((seconds + 1))" >/dev/null 2>&1 & perf=$!
 else
-  timeout -s INT "$((seconds + 1))" strace -c -f -o "$tmp/strace.txt" $(printf -- ' -p %s' ${sampled//,/ }) \
+  attach=(); for p in ${sampled//,/ }; do attach+=(-p "$p"); done
+  timeout -s INT "$((seconds + 1))" strace -c -f -o "$tmp/strace.txt" "${attach[@]}" \
     >/dev/null 2>&1 & perf=$!
 fi
 sleep 0.5
