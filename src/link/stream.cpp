@@ -206,8 +206,22 @@ asio::awaitable<void> stream::read_chunk(std::vector<std::uint8_t>& out, std::si
       ec = asio::error::eof;
       co_return;
     }
+    chunk_idle_ = true;
     co_await inbound_event_.wait();
+    chunk_idle_ = false;
   }
+}
+
+bool stream::can_send_now(std::size_t n) const {
+  return !reset_ && !outbound_fin_ && !throttled() && send_.available() >= n &&
+         n <= link_->limits().max_frame && !link_->write_blocked();
+}
+
+void stream::send_now(std::span<const std::uint8_t> bytes) {
+  link_->send_data(id_, bytes);
+  send_.consume(static_cast<std::uint32_t>(bytes.size()));
+  bytes_out_ += bytes.size();
+  touch();
 }
 
 asio::awaitable<void> stream::write_all(std::span<const std::uint8_t> bytes,
@@ -254,6 +268,12 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
     if (ec) n = 0;  // the downstream write will meet the error and reset
     if (n) consumed(n);
     bytes = bytes.subspan(n);
+  } else if (!bytes.empty() && forward_to_ && chunk_idle_ && inbound_.empty() && !throttled() &&
+             forward_to_->can_send_now(bytes.size())) {
+    // Nothing of ours is queued or on its way, so the bytes keep their order.
+    forward_to_->send_now(bytes);
+    consumed(bytes.size());
+    bytes = {};
   }
   if (!bytes.empty()) inbound_.append(bytes.data(), bytes.size());
   if (fin) inbound_fin_ = true;

@@ -59,6 +59,11 @@ class stream : public std::enable_shared_from_this<stream> {
   // (replacing its contents): no buffer is held while the stream is idle.
   boost::asio::awaitable<void> read_chunk(std::vector<std::uint8_t>& out, std::size_t max,
                                           boost::system::error_code& ec);
+  // While read_chunk waits with nothing queued, bytes from the peer go straight on to `to`
+  // when it can take them at once (credit, room on its link, no cap), skipping the reader:
+  // the relay's bridge between two streams on one thread. `to` must share this stream's
+  // executor and outlive the forwarding; nullptr stops it.
+  void forward_to(stream* to) { forward_to_ = to; }
   // Sends all of `bytes`, waiting for credit as needed.
   boost::asio::awaitable<void> write_all(std::span<const std::uint8_t> bytes,
                                          boost::system::error_code& ec);
@@ -86,6 +91,10 @@ class stream : public std::enable_shared_from_this<stream> {
   // Waits out the bandwidth cap after `n` bytes moved; called only when a cap is set.
   boost::asio::awaitable<void> throttle(std::size_t n);
   bool throttled() const { return limiter_ && limiter_->limited(); }
+  // forward_to's two halves: whether `n` bytes can leave on this stream now as one frame, and
+  // sending them.
+  bool can_send_now(std::size_t n) const;
+  void send_now(std::span<const std::uint8_t> bytes);
 
   std::shared_ptr<link> link_;
   std::shared_ptr<rate_limiter> limiter_;  // null: no cap, as on agents and visitor links
@@ -101,6 +110,8 @@ class stream : public std::enable_shared_from_this<stream> {
   bool inbound_fin_ = false;   // the peer half-closed
   bool outbound_fin_ = false;  // we half-closed toward the peer
   bool down_idle_ = false;     // downstream waits for bytes: a direct write is safe
+  bool chunk_idle_ = false;    // read_chunk waits for bytes: forwarding them is safe
+  stream* forward_to_ = nullptr;
   bool reset_ = false;
   bool open_confirmed_ = false;
   proto::stream_status reset_status_ = proto::stream_status::ok;

@@ -39,9 +39,22 @@ asio::awaitable<void> finish(std::shared_ptr<stream> s) {
   co_return;
 }
 
+// Lets `from` hand its bytes straight to `to` while the two share a thread, for as long as the
+// carrying coroutine lives.
+struct forwarding {
+  forwarding(stream& from, stream& to) : from(from) {
+    if (from.executor() == to.executor()) from.forward_to(&to);
+  }
+  ~forwarding() { from.forward_to(nullptr); }
+  forwarding(const forwarding&) = delete;
+  forwarding& operator=(const forwarding&) = delete;
+  stream& from;
+};
+
 // One direction, on `from`'s executor.
 asio::awaitable<void> carry(std::shared_ptr<stream> from, std::shared_ptr<stream> to) {
   auto to_ex = to->executor();
+  forwarding direct(*from, *to);
   for (;;) {
     std::vector<std::uint8_t> chunk;
     boost::system::error_code ec;

@@ -1,0 +1,216 @@
+// The relay's bridge between two streams of two real links (TLS on 127.0.0.1, one thread, as on a
+// one-CPU relay): bytes handed straight on while the far stream has credit, queued and carried
+// when it has none, in order both ways, with half-closes after the bytes.
+#include "relay/stream_bridge.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "e2ee/link_pair.hpp"
+#include "harness/net.hpp"
+#include "link/stream.hpp"
+
+namespace burrow::relay {
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using link::stream;
+
+// Small credit and frames, so that a transfer keeps running out of credit and switching between
+// handing bytes on and queueing them.
+link::link_limits small_window() {
+  link::link_limits l;
+  l.initial_window = 16 * 1024;
+  l.max_frame = 4 * 1024;
+  return l;
+}
+
+// Two link pairs, as a visitor's link and an agent's link meet at the relay: `visitor` is the
+// visitor's end, `from` and `to` the relay's two streams, `agent` the agent's end.
+struct bridged {
+  std::shared_ptr<stream> visitor, from, to, agent;
+};
+
+asio::awaitable<bridged> open_both(test::link_pair* a, test::link_pair* b) {
+  auto connect_a = a->connect();
+  co_await std::move(connect_a);
+  auto connect_b = b->connect();
+  co_await std::move(connect_b);
+  auto open_a = a->open();
+  auto ends_a = co_await std::move(open_a);
+  auto open_b = b->open();
+  auto ends_b = co_await std::move(open_b);
+  co_return bridged{ends_a.near, ends_a.far, ends_b.near, ends_b.far};
+}
+
+asio::awaitable<error_code> send_all(std::shared_ptr<stream> s, const std::string* bytes) {
+  // Uneven writes, so frames do not line up with the credit.
+  error_code ec;
+  std::size_t at = 0, step = 1;
+  while (at < bytes->size() && !ec) {
+    std::size_t n = std::min(bytes->size() - at, 700 + (step++ * 977) % 5000);
+    auto write = s->write_all({reinterpret_cast<const std::uint8_t*>(bytes->data() + at), n}, ec);
+    co_await std::move(write);
+    at += n;
+  }
+  if (!ec) s->shutdown_send();
+  co_return ec;
+}
+
+asio::awaitable<std::string> receive_all(std::shared_ptr<stream> s, error_code* ec) {
+  std::string out;
+  std::vector<char> buf(3000);  // smaller than a frame: credit returns in small steps
+  for (;;) {
+    auto read = s->read_some(asio::buffer(buf), *ec);
+    std::size_t n = co_await std::move(read);
+    out.append(buf.data(), n);
+    if (*ec) co_return out;
+  }
+}
+
+struct both_ways {
+  std::string at_agent, at_visitor;
+  error_code agent_ec, visitor_ec, send_up_ec, send_down_ec;
+  bool from_reset = true, to_reset = true;
+};
+
+asio::awaitable<both_ways> carry_both_ways(test::link_pair* a, test::link_pair* b,
+                                           const std::string* up, const std::string* down) {
+  using namespace asio::experimental::awaitable_operators;
+  auto opening = open_both(a, b);
+  auto s = co_await std::move(opening);
+  both_ways r;
+  auto bridge = bridge_streams(s.from, s.to);
+  auto send_up = send_all(s.visitor, up);
+  auto send_down = send_all(s.agent, down);
+  auto at_agent = receive_all(s.agent, &r.agent_ec);
+  auto at_visitor = receive_all(s.visitor, &r.visitor_ec);
+  auto [up_ec, down_ec, agent_got, visitor_got] =
+      co_await (std::move(bridge) && std::move(send_up) && std::move(send_down) &&
+                std::move(at_agent) && std::move(at_visitor));
+  r.send_up_ec = up_ec;
+  r.send_down_ec = down_ec;
+  r.at_agent = std::move(agent_got);
+  r.at_visitor = std::move(visitor_got);
+  r.from_reset = s.from->is_reset();
+  r.to_reset = s.to->is_reset();
+  a->close();
+  b->close();
+  co_return r;
+}
+
+template <class T>
+std::optional<T> run_for(asio::io_context& ioc, asio::awaitable<T> body,
+                         std::chrono::seconds limit) {
+  auto result = asio::co_spawn(ioc, std::move(body), asio::use_future);
+  ioc.run_for(limit);
+  if (result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
+
+TEST(StreamBridge, CarriesBothWaysInOrderThroughShortCredit) {
+  asio::io_context ioc;
+  test::link_pair a(ioc, small_window()), b(ioc, small_window());
+  const std::string up = test::deterministic_bytes(3u << 20, 7);
+  const std::string down = test::deterministic_bytes(2u << 20, 8);
+  auto r = run_for(ioc, carry_both_ways(&a, &b, &up, &down), std::chrono::seconds(60));
+  ASSERT_TRUE(r) << "the transfer did not finish within 60 s";
+  EXPECT_FALSE(r->send_up_ec) << r->send_up_ec.message();
+  EXPECT_FALSE(r->send_down_ec) << r->send_down_ec.message();
+  EXPECT_EQ(r->agent_ec, asio::error::eof) << r->agent_ec.message();
+  EXPECT_EQ(r->visitor_ec, asio::error::eof) << r->visitor_ec.message();
+  ASSERT_EQ(r->at_agent.size(), up.size());
+  ASSERT_EQ(r->at_visitor.size(), down.size());
+  EXPECT_EQ(test::sha256_hex(r->at_agent), test::sha256_hex(up));
+  EXPECT_EQ(test::sha256_hex(r->at_visitor), test::sha256_hex(down));
+  EXPECT_FALSE(r->from_reset);
+  EXPECT_FALSE(r->to_reset);
+}
+
+struct handed_on {
+  std::string at_agent;             // what reached the agent while the relay's reader waited
+  bool reader_woke = true;          // whether read_chunk returned before the credit ran out
+  std::vector<std::uint8_t> chunk;  // what read_chunk returned once it had
+  error_code chunk_ec;
+};
+
+asio::awaitable<void> read_one_chunk(std::shared_ptr<stream> s, std::vector<std::uint8_t>* out,
+                                     error_code* ec, bool* done) {
+  auto read = s->read_chunk(*out, 1 << 20, *ec);
+  co_await std::move(read);
+  *done = true;
+}
+
+asio::awaitable<std::string> read_exactly(std::shared_ptr<stream> s, std::size_t n) {
+  std::string out;
+  std::vector<char> buf(n);
+  error_code ec;
+  while (out.size() < n && !ec) {
+    auto read = s->read_some(asio::buffer(buf.data(), n - out.size()), ec);
+    std::size_t got = co_await std::move(read);
+    out.append(buf.data(), got);
+  }
+  co_return out;
+}
+
+asio::awaitable<handed_on> hand_on_until_credit_ends(test::link_pair* a, test::link_pair* b,
+                                                     const std::string* bytes) {
+  auto opening = open_both(a, b);
+  auto s = co_await std::move(opening);
+  handed_on r;
+  s.from->forward_to(s.to.get());
+  bool chunk_done = false;
+  auto ex = co_await asio::this_coro::executor;
+  asio::co_spawn(ex, read_one_chunk(s.from, &r.chunk, &r.chunk_ec, &chunk_done), asio::detached);
+  // Exactly the agent stream's credit: all of it is handed on, none queued.
+  const std::size_t credit = small_window().initial_window;
+  error_code ec;
+  auto first =
+      s.visitor->write_all({reinterpret_cast<const std::uint8_t*>(bytes->data()), credit}, ec);
+  co_await std::move(first);
+  // The agent does not read yet: its stream keeps the bytes and returns no credit.
+  asio::steady_timer settle(ex, std::chrono::milliseconds(300));
+  co_await settle.async_wait(asio::use_awaitable);
+  r.reader_woke = chunk_done;
+  // Now the relay's stream has no credit left toward the agent: the rest waits for the reader.
+  auto rest = s.visitor->write_all(
+      {reinterpret_cast<const std::uint8_t*>(bytes->data() + credit), bytes->size() - credit}, ec);
+  co_await std::move(rest);
+  for (int i = 0; i < 100 && !chunk_done; ++i) {
+    settle.expires_after(std::chrono::milliseconds(20));
+    co_await settle.async_wait(asio::use_awaitable);
+  }
+  auto reading = read_exactly(s.agent, credit);
+  r.at_agent = co_await std::move(reading);
+  s.from->forward_to(nullptr);
+  a->close();
+  b->close();
+  co_return r;
+}
+
+TEST(StreamBridge, HandsBytesOnWhileCreditLastsThenQueuesForTheReader) {
+  asio::io_context ioc;
+  test::link_pair a(ioc, small_window()), b(ioc, small_window());
+  const std::string bytes = test::deterministic_bytes(16 * 1024 + 1000, 9);
+  auto r = run_for(ioc, hand_on_until_credit_ends(&a, &b, &bytes), std::chrono::seconds(20));
+  ASSERT_TRUE(r) << "did not finish within 20 s";
+  EXPECT_FALSE(r->reader_woke) << "bytes within credit should pass without waking the reader";
+  EXPECT_EQ(r->at_agent, bytes.substr(0, 16 * 1024));
+  EXPECT_FALSE(r->chunk_ec) << r->chunk_ec.message();
+  EXPECT_EQ(std::string(r->chunk.begin(), r->chunk.end()), bytes.substr(16 * 1024));
+}
+
+}  // namespace
+}  // namespace burrow::relay
