@@ -6,16 +6,26 @@
 # mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
 #   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k] [--seconds N]
-#                    [--tool perf|strace] [--mode tunnel|e2e]
+#                    [--tool perf|strace|callgrind] [--mode tunnel|e2e] [--warmup N]
+#                    [--keep DIR]
 #
 # --mode e2e: the agent serves end to end and `burrow connect --listen` (also on CPU 0) is the
 # load's entry, so three processes are sampled.
 # bulk: one iperf3 stream; bulk8: eight; http1k: wrk -t2 -c50 over 1 KiB. Everything on
 # 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk
 # (scripts/setup.sh).
+#
+# --tool callgrind: runs the burrow processes under valgrind's callgrind and prints instructions
+# per request (http1k) or per MB (bulk) for each process: a count that hardly moves between runs,
+# for A/B comparisons of user-space changes on a noisy machine. http1k collects only in a window
+# of --seconds after a warm-up of --warmup seconds (default 20), so the handshakes of the 50
+# connections are not counted, and counts the requests nginx logged in that window; bulk collects
+# over the whole transfer. It counts user space only (a system call is one instruction), and the
+# load is much slower under valgrind, so compare instruction counts, never the rate. --keep DIR
+# keeps the callgrind files there (ROLE.out, for callgrind_annotate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf mode=tunnel
+burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf mode=tunnel warmup=20 keep=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --burrow) burrow=$2; shift 2 ;;
@@ -24,11 +34,13 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --tool) tool=$2; shift 2 ;;
     --mode) mode=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
 case "$load" in bulk | bulk8 | http1k) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
-case "$tool" in perf | strace) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
+case "$tool" in perf | strace | callgrind) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
 case "$mode" in tunnel | e2e) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
 tmp=$(mktemp -d)
 pids=()
@@ -39,8 +51,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() {  # FILE REGEX: the first match's first group, within 10 s
-  for _ in $(seq 100); do
+patience=100 run=(taskset -c 0)
+if [ "$tool" = callgrind ]; then
+  patience=600
+  run+=(valgrind -q --tool=callgrind --instr-atstart=no --callgrind-out-file="$tmp/cg.%p")
+fi
+wait_for() {  # FILE REGEX: the first match's first group, within 10 s (60 s under valgrind)
+  for _ in $(seq "$patience"); do
     if v=$(grep -oP "$2" "$1" 2>/dev/null | head -1) && [ -n "$v" ]; then echo "$v"; return; fi
     sleep 0.1
   done
@@ -54,10 +71,11 @@ if [ "$load" != http1k ]; then
   taskset -c 1 iperf3 -s -B 127.0.0.1 -p "$target" >/dev/null 2>&1 & pids+=($!)
 else
   mkdir -p "$tmp/www" && head -c 1024 /dev/urandom >"$tmp/www/1k.bin"
+  access=off; [ "$tool" = callgrind ] && access="$tmp/access.log"  # counts the window's requests
   cat >"$tmp/nginx.conf" <<EOF
 daemon off; master_process off; worker_processes 1; error_log $tmp/nginx.err; pid $tmp/nginx.pid;
 events { worker_connections 4096; }
-http { access_log off; keepalive_requests 1000000;
+http { access_log $access; keepalive_requests 1000000;
   server { listen 127.0.0.1:$target; root $tmp/www; } }
 EOF
   taskset -c 1 nginx -c "$tmp/nginx.conf" -p "$tmp" 2>/dev/null & pids+=($!)
@@ -66,11 +84,11 @@ fi
 flags=(--state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --port-range 0
   --https-listen "" --http-listen "" --source-connections 0 --source-rate 0
   --link-encryption "$link")
-taskset -c 0 "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
+"${run[@]}" "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
 port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
 pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
 e2ee=(--no-e2ee); [ "$mode" = e2e ] && e2ee=(--state-dir "$tmp/agent")
-taskset -c 0 "$burrow" tcp "$target" "${e2ee[@]}" --relay "127.0.0.1:$port" \
+"${run[@]}" "$burrow" tcp "$target" "${e2ee[@]}" --relay "127.0.0.1:$port" \
   --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" --link-encryption "$link" \
   >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)
 sampled="$relay,$agent"
@@ -79,7 +97,7 @@ if [ "$mode" = tunnel ]; then
 else
   name=$(wait_for "$tmp/agent.log" 'reachable end to end as \K\S+')
   cert=$(wait_for "$tmp/agent.log" 'reachable end to end as \S+ \(certificate \K[^)]+')
-  taskset -c 0 "$burrow" connect "$name" --relay "127.0.0.1:$port" --relay-pin "$pin" \
+  "${run[@]}" "$burrow" connect "$name" --relay "127.0.0.1:$port" --relay-pin "$pin" \
     --pin "$cert" --listen 127.0.0.1:0 --link-encryption "$link" >"$tmp/connect.log" 2>&1 &
   pids+=($!); sampled="$sampled,$!"
   public=$(wait_for "$tmp/connect.log" 'listening on 127\.0\.0\.1:\K\d+')
@@ -87,7 +105,17 @@ fi
 
 echo "profiling $sampled (relay, agent[, connect]; link $link, load $load, $tool)" \
   "for ${seconds}s" >&2
-if [ "$tool" = perf ]; then
+if [ "$tool" = callgrind ]; then
+  collect() { for p in ${sampled//,/ }; do callgrind_control "$@" "$p" >/dev/null 2>&1; done; }
+  if [ "$load" = http1k ]; then
+    # The window opens after the warm-up, while wrk keeps its connections open.
+    (sleep "$warmup"; wc -l <"$tmp/access.log" >"$tmp/first"; collect -i on; sleep "$seconds"
+     collect -i off; wc -l <"$tmp/access.log" >"$tmp/last") & perf=$!
+  else
+    collect -i on
+    sleep "$((seconds + 1))" & perf=$!
+  fi
+elif [ "$tool" = perf ]; then
   perf record -q -F 999 -g -e cpu-clock -o "$tmp/perf.data" -p "$sampled" \
     -- sleep "$((seconds + 1))" >/dev/null 2>&1 & perf=$!
 else
@@ -98,12 +126,35 @@ fi
 sleep 0.5
 if [ "$load" != http1k ]; then
   streams=1; [ "$load" = bulk8 ] && streams=8
-  taskset -c 1 iperf3 -c 127.0.0.1 -p "$public" -P "$streams" -t "$seconds" -f g |
-    grep -E 'sender|receiver' | tail -2
+  taskset -c 1 iperf3 -c 127.0.0.1 -p "$public" -P "$streams" -t "$seconds" -f m |
+    grep -E 'sender|receiver' | tail -2 | tee "$tmp/load.txt"
+  work=$(grep -oP '\S+(?= MBytes .* receiver)' "$tmp/load.txt" | tail -1) unit=MB
 else
-  taskset -c 1 wrk -t2 -c50 -d"${seconds}s" "http://127.0.0.1:$public/1k.bin" | grep -E 'Requests/sec|Transfer/sec'
+  duration=$seconds; [ "$tool" = callgrind ] && duration=$((warmup + seconds + 2))
+  taskset -c 1 wrk -t2 -c50 -d"${duration}s" "http://127.0.0.1:$public/1k.bin" |
+    grep -E 'requests in|Requests/sec|Transfer/sec' | tee "$tmp/load.txt"
+  work=$(grep -oP '^\s*\K\d+(?= requests in)' "$tmp/load.txt") unit=request
 fi
 wait "$perf" || true
+if [ "$tool" = callgrind ]; then
+  if [ "$load" = http1k ]; then
+    work=$(($(cat "$tmp/last") - $(cat "$tmp/first")))
+  else
+    collect -i off
+  fi
+  echo "== instructions per $unit ($work ${unit}s counted), user space of each process"
+  roles=(relay agent connect) i=0
+  for p in ${sampled//,/ }; do
+    callgrind_control -d "$p" >/dev/null 2>&1
+    ir=$(grep -h '^totals:' "$tmp"/cg."$p".* | awk '{ s += $2 } END { print s }')
+    if [ -n "$keep" ]; then mkdir -p "$keep" && cat "$tmp"/cg."$p".* >"$keep/${roles[i]}.out"; fi
+    awk -v r="${roles[i]}" -v ir="$ir" -v w="$work" -v u="$unit" \
+      'BEGIN { if (w > 0) printf "%-8s %12.0f instructions per %s\n", r, ir / w, u
+               else printf "%-8s no %s in the window\n", r, u }'
+    i=$((i + 1))
+  done
+  exit 0
+fi
 if [ "$tool" = strace ]; then
   echo "== system calls of the sampled processes together"
   head -25 "$tmp/strace.txt"
