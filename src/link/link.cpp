@@ -220,8 +220,15 @@ asio::awaitable<void> link::keeper() {
         expired.push_back(s);
       }
     }
-    for (auto& s : expired)
+    std::size_t unanswered = 0;
+    for (auto& s : expired) {
+      if (!s->open_confirmed()) ++unanswered;
       s->reset(s->open_confirmed() ? stream_status::idle_timeout : stream_status::unreachable);
+    }
+    // One line a second at most: an overloaded or stuck peer drops visitors, and says so.
+    if (unanswered)
+      spdlog::warn("link {}: {} stream{} reset: no answer to the open within {}ms", name_,
+                   unanswered, unanswered == 1 ? "" : "s", limits_.open_timeout.count());
   }
 }
 

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -224,19 +226,26 @@ std::optional<std::string> tunnel_test::exchange_until_echoed(std::uint16_t port
 }
 
 int tunnel_test::concurrent_echoes(std::uint16_t port, int visitors) {
-  std::atomic<int> ok{0}, connected{0};
+  std::atomic<int> ok{0};
+  // Every connection is open at once before any of them finishes. The threads wait on a
+  // condition, not a polling loop: a thousand threads waking every few milliseconds would take
+  // the CPU from the relay and agent under test, and under a sanitizer starve them.
+  std::mutex mutex;
+  std::condition_variable all_tried;
+  int tried = 0;
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(visitors));
   for (int i = 0; i < visitors; ++i) {
     threads.emplace_back([&, i] {
       std::string msg = deterministic_bytes(1024, static_cast<std::uint64_t>(i));
       int fd = connect_tcp(port, 30s);
+      {
+        std::unique_lock lock(mutex);
+        if (++tried == visitors) all_tried.notify_all();
+        all_tried.wait_until(lock, std::chrono::steady_clock::now() + 30s,
+                             [&] { return tried == visitors; });
+      }
       if (fd < 0) return;
-      ++connected;
-      // Hold every connection open at once before any of them finishes.
-      auto until = std::chrono::steady_clock::now() + 30s;
-      while (connected < visitors && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(5ms);
       bool good = write_all(fd, msg, 60s);
       ::shutdown(fd, SHUT_WR);
       auto back = good ? read_until_eof(fd, 60s, 4096) : std::nullopt;
