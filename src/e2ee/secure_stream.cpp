@@ -31,9 +31,8 @@ constexpr std::size_t max_plaintext_record = 16 * 1024;
 // each within the link's default max_frame of 64 KiB, and bounds what waits in memory.
 constexpr std::size_t flush_threshold = 48 * 1024;
 // A caller's read buffer at least this big takes the stream's bytes directly; smaller ones
-// (and the handshake) use landing_, one full record plus header and tag.
+// (and the handshake) use landing_.
 constexpr std::size_t min_landing = 2048;
-constexpr std::size_t landing_size = max_plaintext_record + 512;
 
 bool alpn_agreed(SSL* ssl, std::string_view required) {
   if (required.empty()) return true;
@@ -57,6 +56,10 @@ secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_
     tls::throw_openssl_error("cannot make the end-to-end BIO");
   }
   SSL_set_bio(ssl_, bio, bio);  // one BIO both ways; the SSL takes its single reference
+  // A busy session keeps its record buffers (releasing them costs two 17 KiB allocations per
+  // request); a quiet one gives them back, with ours, when the link's keeper says so.
+  SSL_clear_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
+  stream_->on_quiet([this] { release_buffers(); });
   if (role == tls_role::client)
     SSL_set_connect_state(ssl_);
   else
@@ -64,7 +67,19 @@ secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_
 }
 
 secure_stream::~secure_stream() {
+  stream_->on_quiet({});
   SSL_free(ssl_);
+}
+
+// Between OpenSSL calls, on the stream's thread: only what no pending operation uses.
+void secure_stream::release_buffers() {
+  SSL_free_buffers(ssl_);  // refuses while part of a record is buffered
+  if (io_.in.empty()) io_.in.release();
+  if (!flushing_) {
+    if (io_.out.empty()) io_.out.release();
+    if (sending_.empty()) sending_.release();
+  }
+  if (!landing_busy_) landing_.reset();
 }
 
 // Called right after a failed OpenSSL call, before anything else can touch this thread's error
@@ -78,7 +93,7 @@ error_code secure_stream::failed(int ssl_error) {
 asio::awaitable<error_code> secure_stream::handshake() {
   while (!handshake_done_) {
     if (broken_) co_return broken_;
-    ERR_clear_error();
+    tls::clear_error_queue();
     int r = SSL_do_handshake(ssl_);
     int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
     error_code failure;
@@ -99,9 +114,6 @@ asio::awaitable<error_code> secure_stream::handshake() {
     co_return broken_;
   }
   handshake_done_ = true;
-  SSL_free_buffers(ssl_);  // fails harmlessly when a record is already buffered
-  landing_.reset();
-  if (io_.in.empty()) io_.in.release();
   co_return error_code{};
 }
 
@@ -109,8 +121,7 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
   ec = {};
   if (b.size() == 0) co_return 0;
   const std::size_t want = std::min<std::size_t>(b.size(), INT_MAX);
-  // With nothing to decrypt, wait for input before asking OpenSSL: SSL_read would set up its
-  // 17 KiB record buffer and hold it for as long as the peer stays quiet.
+  // With nothing to decrypt, wait for input before asking OpenSSL.
   bool need_input =
       io_.in.empty() && !SSL_has_pending(ssl_) && !(SSL_get_shutdown(ssl_) & SSL_RECEIVED_SHUTDOWN);
   for (;;) {
@@ -123,10 +134,6 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
       co_return 0;
     }
     if (need_input) {
-      // Gives OpenSSL's record buffers back while we wait (SSL_MODE_RELEASE_BUFFERS does not
-      // always); it refuses when part of a record is buffered. Its write buffer is empty between
-      // calls, since our BIO takes every byte at once.
-      SSL_free_buffers(ssl_);
       // Ciphertext lands in the caller's buffer when it is big enough: SSL_read_ex overwrites it
       // only after feed() has copied the bytes out, and an idle reader holds no buffer of ours.
       auto fed = feed(b.size() >= min_landing ? b : asio::mutable_buffer());
@@ -134,7 +141,7 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
       if (ec) co_return 0;
     }
     std::size_t n = 0;
-    ERR_clear_error();
+    tls::clear_error_queue();
     int r = SSL_read_ex(ssl_, b.data(), want, &n);
     int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
     error_code failure;
@@ -183,14 +190,16 @@ asio::awaitable<error_code> secure_stream::await_peer_fin() {
 }
 
 asio::awaitable<error_code> secure_stream::feed(asio::mutable_buffer landing) {
-  if (landing.size() == 0) {
+  const bool ours = landing.size() == 0;
+  if (ours) {
     if (!landing_) landing_ = std::make_unique_for_overwrite<std::uint8_t[]>(landing_size);
     landing = asio::buffer(landing_.get(), landing_size);
   }
-  if (io_.in.empty()) io_.in.release();  // an idle session keeps no input buffer
   error_code ec;
+  landing_busy_ = ours;
   auto read = stream_->read_some(landing, ec);
   std::size_t n = co_await std::move(read);
+  landing_busy_ = false;
   if (ec == asio::error::eof) ec = asio::ssl::error::stream_truncated;  // FIN, no close_notify
   if (ec) {
     if (!broken_) broken_ = ec;
@@ -222,7 +231,7 @@ asio::awaitable<void> secure_stream::write_all(asio::const_buffer b, error_code&
     }
     while (left > 0 && io_.out.size() < flush_threshold) {
       std::size_t n = 0;
-      ERR_clear_error();
+      tls::clear_error_queue();
       int r = SSL_write_ex(ssl_, p, std::min(left, max_plaintext_record), &n);
       if (r != 1) {
         ec = failed(SSL_get_error(ssl_, r));
@@ -252,7 +261,7 @@ asio::awaitable<void> secure_stream::shutdown_send(error_code& ec) {
     co_return;
   }
   if (!shutdown_sent_) {
-    ERR_clear_error();
+    tls::clear_error_queue();
     int r = SSL_shutdown(ssl_);  // queues close_notify; never waits for the peer's
     if (r < 0) {
       ec = failed(SSL_get_error(ssl_, r));
@@ -320,8 +329,6 @@ asio::awaitable<void> secure_stream::drain(error_code& ec) {
     }
     sending_.consume(n);  // before the next await, so a cancelled flush loses no count
   }
-  sending_.release();  // an idle session keeps no output buffer
-  io_.out.release();
 }
 
 }  // namespace burrow::e2ee

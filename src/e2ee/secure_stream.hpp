@@ -28,19 +28,27 @@ namespace burrow::e2ee {
 enum class tls_role { client, server };
 
 // One reader and one writer coroutine may use it at once, on the stream's executor. Destroy it
-// only when none of its operations is pending (a deadline that cancels handshake() has already
-// ended it, since with_deadline waits for the cancelled operation).
+// there, and only when none of its operations is pending (a deadline that cancels handshake() has
+// already ended it, since with_deadline waits for the cancelled operation). While busy it keeps
+// OpenSSL's record buffers and its own; once the stream has been quiet for a second the link's
+// keeper has it give them back (link::stream::on_quiet).
 class secure_stream {
  public:
   // `required_alpn`: the protocol both sides must have agreed on (the end-to-end one by
   // default); empty accepts any outcome, as a web server does.
   secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_role role,
                 std::string_view required_alpn = alpn_protocol);
-  ~secure_stream();  // frees the SSL; does not touch the stream
+  ~secure_stream();  // frees the SSL and takes its quiet hook off the stream
   secure_stream(const secure_stream&) = delete;
   secure_stream& operator=(const secure_stream&) = delete;
 
   SSL* native_handle() { return ssl_; }
+  // Bytes of buffer this session holds itself, besides OpenSSL's record buffers (for tests).
+  std::size_t buffer_capacity() const {
+    return io_.in.capacity() + io_.out.capacity() + sending_.capacity() +
+           (landing_ ? landing_size : 0);
+  }
+  static constexpr std::size_t landing_size = 16 * 1024 + 512;  // a whole record, header, tag
   link::stream& stream() { return *stream_; }
 
   // Runs the handshake; a client's caller has set verification, SNI and session on
@@ -66,12 +74,14 @@ class secure_stream {
   boost::asio::awaitable<void> drain(boost::system::error_code& ec);
   boost::asio::awaitable<boost::system::error_code> await_peer_fin();
   boost::system::error_code failed(int ssl_error);
+  void release_buffers();  // the stream's quiet hook
 
   std::shared_ptr<link::stream> stream_;
   SSL* ssl_ = nullptr;
   tls::bio_buffers io_;        // ciphertext between OpenSSL and the stream
   link::byte_buffer sending_;  // swapped out of io_.out; the flusher hands it to the stream
   std::unique_ptr<std::uint8_t[]> landing_;  // for reads without a caller buffer big enough
+  bool landing_busy_ = false;                // a stream read is filling landing_
   std::optional<link::event> flushed_;       // made on first use, on the stream's executor
   bool flushing_ = false;
   std::string_view required_alpn_;

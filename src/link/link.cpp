@@ -212,6 +212,7 @@ asio::awaitable<void> link::keeper() {
     }
     expired.clear();
     for (auto& [id, s] : streams_) {
+      s->notice_quiet(now);
       bool mine = (id & 1) == (role_ == link_role::dialer ? 1u : 0u);
       if (mine && !s->open_confirmed() && now - s->opened_at() > limits_.open_timeout) {
         expired.push_back(s);

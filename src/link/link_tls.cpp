@@ -40,7 +40,7 @@ link_tls::link_tls(SSL* ssl) : ssl_(ssl) {
 error_code link_tls::encrypt(std::span<const std::uint8_t> plain) {
   while (!plain.empty()) {
     int len = static_cast<int>(std::min<std::size_t>(plain.size(), INT_MAX / 2));
-    ERR_clear_error();
+    tls::clear_error_queue();
     int r = SSL_write(ssl_, plain.data(), len);
     if (r <= 0) return tls::session_error(SSL_get_error(ssl_, r));
     plain = plain.subspan(static_cast<std::size_t>(r));
@@ -50,7 +50,7 @@ error_code link_tls::encrypt(std::span<const std::uint8_t> plain) {
 
 error_code link_tls::decrypt(byte_buffer& plain) {
   for (;;) {
-    ERR_clear_error();
+    tls::clear_error_queue();
     int r = SSL_read(ssl_, plain.prepare(max_record_plaintext), max_record_plaintext);
     if (r > 0) {
       plain.commit(static_cast<std::size_t>(r));

@@ -281,6 +281,12 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
   return true;
 }
 
+void stream::notice_quiet(std::chrono::steady_clock::time_point now) {
+  if (!quiet_hook_ || quiet_told_ || now - last_activity_ < quiet_after) return;
+  quiet_told_ = true;
+  quiet_hook_();
+}
+
 bool stream::on_window(std::uint32_t increment) {
   if (!send_.grant(increment)) return false;
   credit_event_.notify();

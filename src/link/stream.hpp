@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -74,11 +75,20 @@ class stream : public std::enable_shared_from_this<stream> {
   // half-closed, and lets the link forget it.
   void finish();
 
+  // `hook` runs on the stream's thread once the stream has moved no bytes for `quiet_after`
+  // (checked by the link's keeper each second), and again only after the next quiet spell: a
+  // protocol carried inside the stream (TLS) gives back the buffers it keeps while busy. Empty
+  // removes it.
+  void on_quiet(std::function<void()> hook) { quiet_hook_ = std::move(hook); }
+  static constexpr std::chrono::milliseconds quiet_after{1000};
+
   // Called by the link's reader.
   bool on_data(std::span<const std::uint8_t> bytes, bool fin);  // false: peer overran credit
   bool on_window(std::uint32_t increment);                      // false: overflow
   void on_reset(proto::stream_status status);
   void on_open_result(proto::stream_status status, std::string_view reason = {});
+  // Called by the link's keeper: runs the quiet hook when it is due.
+  void notice_quiet(std::chrono::steady_clock::time_point now);
 
  private:
   boost::asio::awaitable<void> upstream();    // socket -> link
@@ -87,7 +97,10 @@ class stream : public std::enable_shared_from_this<stream> {
   bool send_ready() const;
   boost::asio::awaitable<void> wait_send_ready();
   void consumed(std::size_t n);
-  void touch() { last_activity_ = std::chrono::steady_clock::now(); }
+  void touch() {
+    last_activity_ = std::chrono::steady_clock::now();
+    quiet_told_ = false;
+  }
   // Waits out the bandwidth cap after `n` bytes moved; called only when a cap is set.
   boost::asio::awaitable<void> throttle(std::size_t n);
   bool throttled() const { return limiter_ && limiter_->limited(); }
@@ -113,12 +126,15 @@ class stream : public std::enable_shared_from_this<stream> {
   bool chunk_idle_ = false;    // read_chunk waits for bytes: forwarding them is safe
   stream* forward_to_ = nullptr;
   bool reset_ = false;
+  bool sealed_ = false;
   bool open_confirmed_ = false;
   proto::stream_status reset_status_ = proto::stream_status::ok;
   std::string refusal_reason_;
   std::chrono::steady_clock::time_point opened_at_;
   std::chrono::steady_clock::time_point last_activity_;
   std::uint64_t bytes_in_ = 0, bytes_out_ = 0;
+  std::function<void()> quiet_hook_;
+  bool quiet_told_ = false;  // the hook ran since the last bytes moved
 };
 
 }  // namespace burrow::link

@@ -26,4 +26,8 @@ boost::system::error_code session_error(int ssl_error) {
   return ec;
 }
 
+void clear_error_queue() {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 }  // namespace burrow::tls

@@ -12,4 +12,9 @@ namespace burrow::tls {
 // without close_notify, else the queued OpenSSL error in asio's SSL category.
 boost::system::error_code session_error(int ssl_error);
 
+// Empties this thread's OpenSSL error queue before SSL_read, SSL_write or SSL_do_handshake, as
+// SSL_get_error needs. Looks first: on a healthy session the queue is already empty, and
+// ERR_clear_error itself walks every slot of it (about 800 instructions, per record).
+void clear_error_queue();
+
 }  // namespace burrow::tls

@@ -296,5 +296,69 @@ TEST(SecureStream, LargeWriteIsCoalescedIntoFewFrames) {
   EXPECT_LT(r->frames, 40u);
 }
 
+struct quiet_result {
+  std::size_t busy_client = 0, busy_server = 0, quiet_client = 0, quiet_server = 0;
+  std::string echoed;
+  std::chrono::milliseconds took{0};
+};
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, d);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+// Buffers stay while requests flow and go back once the stream has been quiet for a while; the
+// session then works as before.
+asio::awaitable<quiet_result> quiet(test::link_pair* pair, contexts* ctx) {
+  quiet_result r;
+  auto opened = session(pair, ctx);
+  auto s = co_await std::move(opened);
+  error_code ec;
+  char buf[64];
+  for (int i = 0; i < 3; ++i) {
+    auto write = s.client->write_all(asio::buffer(std::string_view("request")), ec);
+    co_await std::move(write);
+    auto read = s.server->read_some(asio::buffer(buf), ec);
+    co_await std::move(read);
+    auto answer = s.server->write_all(asio::buffer(std::string_view("answer")), ec);
+    co_await std::move(answer);
+    auto back = s.client->read_some(asio::buffer(buf), ec);
+    co_await std::move(back);
+  }
+  r.busy_client = s.client->buffer_capacity();
+  r.busy_server = s.server->buffer_capacity();
+  auto started = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - started < 10s &&
+         (s.client->buffer_capacity() || s.server->buffer_capacity())) {
+    auto pause = sleep_for(100ms);
+    co_await std::move(pause);
+  }
+  r.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 started);
+  r.quiet_client = s.client->buffer_capacity();
+  r.quiet_server = s.server->buffer_capacity();
+  auto request = test::send_and_close(s.client.get(), "after the quiet");
+  co_await std::move(request);
+  auto read = test::read_to_end(s.server.get(), &ec);
+  r.echoed = co_await std::move(read);
+  co_return r;
+}
+
+TEST(SecureStream, AQuietSessionGivesItsBuffersBackAndABusyOneKeepsThem) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  contexts ctx;
+  auto r = test::run_with_links(ioc, pair, quiet(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_GT(r->busy_client, 0u);
+  EXPECT_GT(r->busy_server, 0u);
+  EXPECT_EQ(r->quiet_client, 0u);
+  EXPECT_EQ(r->quiet_server, 0u);
+  // Quiet means a second without bytes; the keeper looks once a second.
+  EXPECT_GE(r->took, 500ms);
+  EXPECT_LT(r->took, 5s);
+  EXPECT_EQ(r->echoed, "after the quiet");
+}
+
 }  // namespace
 }  // namespace burrow::e2ee
