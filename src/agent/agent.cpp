@@ -215,6 +215,17 @@ asio::awaitable<std::string> agent::serve_link(unsigned index, std::shared_ptr<l
       raw->refuse(*s, proto::stream_status::no_service, "no such service on this agent");
       return;
     }
+    // Frames of a sealed stream come from outside the link's TLS: only a stream whose bytes
+    // this side authenticates (its end-to-end TLS, a share URL's TLS) may be one.
+    const service_config& svc = services_[found].config;
+    const bool authenticated =
+        meta.scheme.empty() && (svc.kind == "http" ? svc.mode != "inspect" : svc.e2ee);
+    if (s->sealed() && !authenticated) {
+      spdlog::warn("service {}: the relay opened a sealed stream for bytes in the clear; refused",
+                   svc.name);
+      raw->refuse(*s, proto::stream_status::protocol_error, "a sealed stream for this service");
+      return;
+    }
     spawn_logged(raw->executor(),
                  local_session(raw->shared_from_this(), std::move(s), std::move(meta), found),
                  "stream");

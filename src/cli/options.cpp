@@ -50,8 +50,10 @@ void add_relay_link_options(option_set& o, CLI::App& app) {
   o.add(app, "links",
         "TLS links to keep open to the relay (default 2; 1 when this process may use one CPU)");
   o.add(app, "link-encryption",
-        "tls (default), or none: after the TLS handshake the link carries tunnel traffic "
-        "unencrypted, if the relay allows it; for private networks only");
+        "tls (default): the link is TLS, and bytes encrypted end to end already travel next to "
+        "its records, not encrypted twice; full: every byte through the link's TLS; none: "
+        "after the TLS handshake the link carries tunnel traffic unencrypted, if the relay "
+        "allows it; for private networks only");
   o.add(app, "backoff-max", "longest wait between reconnect attempts (default 5s)");
   o.add(app, "connect-timeout",
         "deadline to reach the relay and finish each handshake (default 10s)");

@@ -59,7 +59,9 @@ void add_relay_options(option_set& o, CLI::App& app) {
   o.add(app, "tcp-keepalive",
         "idle time before TCP keepalive probes reap a vanished peer; 0 = off (default 60s)");
   o.add(app, "link-encryption",
-        "tls (default): every agent link is encrypted; none: also accept agents and `burrow "
+        "tls (default): every agent link is encrypted, and end-to-end streams (burrow connect, "
+        "blind and passthrough share URLs) travel next to its records rather than encrypted "
+        "twice; full: every byte through the link's TLS; none: also accept agents and `burrow "
         "connect` that ask for links without encryption (--link-encryption none on their "
         "side), for private networks only");
   o.add_list(app, "metrics-listen",

@@ -266,6 +266,7 @@ asio::awaitable<std::unique_ptr<e2ee::secure_stream>> connector::open_secure(
   proto::open_metadata meta;
   meta.service = config_.service;
   meta.visitor_token = config_.visitor_token;
+  meta.sealed = true;  // our TLS with the agent runs inside it
   auto s = l->open_stream(meta);
   if (!s) {
     full = true;

@@ -93,6 +93,8 @@ asio::awaitable<dial_result> dial_relay(dial_options o, asio::ssl::context& ctx,
   }
   const bool want_plain = o.encryption == link_encryption::none;
   if (want_plain) hello.link_encryption = "none";
+  hello.sealed_frames = o.encryption == link_encryption::tls;
+  const bool hello_sealed = hello.sealed_frames;
   auto send_hello = write_control_frame(tls, std::move(hello));
   auto sent = co_await with_deadline(std::move(send_hello), o.timeout);
   if (!sent || *sent) {
@@ -139,10 +141,11 @@ asio::awaitable<dial_result> dial_relay(dial_options o, asio::ssl::context& ctx,
     limits.ping_interval = std::chrono::milliseconds(w->ping_interval_ms);
   limits.ping_timeout = w->ping_timeout_ms >= 100 ? std::chrono::milliseconds(w->ping_timeout_ms)
                                                   : limits.ping_interval;
-  // A relay that does not know the field answers without it, and the link stays encrypted.
-  auto encryption =
-      want_plain && w->link_encryption == "none" ? link_encryption::none : link_encryption::tls;
-  if (want_plain && encryption == link_encryption::tls)
+  // A relay that does not know a field answers without it: the link stays encrypted, all of it.
+  auto encryption = want_plain && w->link_encryption == "none" ? link_encryption::none
+                    : hello_sealed && w->sealed_frames         ? link_encryption::tls
+                                                               : link_encryption::full;
+  if (want_plain && encryption != link_encryption::none)
     spdlog::warn("link {}: the relay did not agree to an unencrypted link; it stays on TLS",
                  o.link_name);
   out.failure = dial_failure::none;

@@ -21,7 +21,8 @@ struct dial_options {
   std::string relay_ca;                      // PEM file for chain verification when there is no pin
   std::chrono::milliseconds timeout{10000};  // per step
   std::string link_name;                     // for logs
-  link_encryption encryption = link_encryption::tls;  // none: ask the relay for a plain link
+  // tls: offer sealed frames; full: everything in the link's TLS; none: ask for a plain link.
+  link_encryption encryption = link_encryption::tls;
 };
 
 // Why a dial failed: `retry` is worth another try later; the others will fail again as they are.

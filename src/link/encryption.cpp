@@ -7,12 +7,21 @@ namespace burrow::link {
 
 std::optional<link_encryption> parse_link_encryption(std::string_view text) {
   if (text == "tls") return link_encryption::tls;
+  if (text == "full") return link_encryption::full;
   if (text == "none") return link_encryption::none;
   return std::nullopt;
 }
 
 std::string_view to_string(link_encryption e) {
-  return e == link_encryption::none ? "none" : "tls";
+  switch (e) {
+    case link_encryption::tls:
+      return "tls";
+    case link_encryption::full:
+      return "full";
+    case link_encryption::none:
+      return "none";
+  }
+  return "tls";
 }
 
 link_encryption parse_link_encryption_setting(const layered_settings& s) {
@@ -20,7 +29,7 @@ link_encryption parse_link_encryption_setting(const layered_settings& s) {
   auto e = parse_link_encryption(text);
   if (!e)
     throw config_error("invalid value '" + text + "' for " + s.origin("link-encryption") +
-                       ": expected tls or none");
+                       ": expected tls, full or none");
   return *e;
 }
 

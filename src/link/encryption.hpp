@@ -1,7 +1,13 @@
-// Whether a link's frames are encrypted. Every link starts with TLS (the relay's identity, the
-// token and the hello are always protected); with `none`, agreed in hello and welcome, the
-// frames after the welcome travel in the clear on the same TCP connection. For private networks
-// only, never the default.
+// What a link's TLS covers. Every link starts with TLS (the relay's identity, the token and the
+// hello are always protected). After the welcome:
+//   tls  (the default): frames go through the link's TLS, except the data and window frames of
+//        streams that are encrypted end to end already (burrow connect, blind and passthrough
+//        share URLs), which travel next to the records as sealed frames instead of being
+//        encrypted twice (docs/protocol.md, section 4b);
+//   full: every frame goes through the link's TLS;
+//   none: frames travel in the clear on the same TCP connection. For private networks only,
+//        never the default.
+// As a setting it says what a side wants or allows; on a link, what hello and welcome agreed.
 #pragma once
 
 #include <optional>
@@ -13,9 +19,9 @@ class layered_settings;
 
 namespace burrow::link {
 
-enum class link_encryption { tls, none };
+enum class link_encryption { tls, full, none };
 
-// "tls" or "none"; nullopt for anything else.
+// "tls", "full" or "none"; nullopt for anything else.
 std::optional<link_encryption> parse_link_encryption(std::string_view text);
 std::string_view to_string(link_encryption e);
 // The "link-encryption" setting (tls when unset); throws config_error naming its origin.

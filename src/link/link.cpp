@@ -6,10 +6,12 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
+#include <limits>
 #include <vector>
 
 #include "link/link_tls.hpp"
 #include "link/stream.hpp"
+#include "proto/wire_unit.hpp"
 
 namespace burrow::link {
 
@@ -25,6 +27,7 @@ constexpr std::size_t max_read_size = 256 * 1024;
 constexpr int small_reads_to_shrink = 16;
 // What an idle link's buffers keep after a burst.
 constexpr std::size_t idle_buffer_keep = 32 * 1024;
+constexpr std::size_t every_record = std::numeric_limits<std::size_t>::max();
 }  // namespace
 
 link::link(tls_stream socket, link_role role, link_limits limits, std::string name,
@@ -53,7 +56,7 @@ asio::awaitable<std::string> link::run(handlers h) {
     append_frame(frame_type::ping, 0, 0, hello_ping);
   }
   bool ready = true;
-  if (encryption_ == link_encryption::tls) {
+  if (encryption_ != link_encryption::none) {
     try {
       tls_ = std::make_unique<link_tls>(socket_.native_handle());
     } catch (const std::exception& e) {
@@ -84,46 +87,92 @@ asio::awaitable<void> link::reader() {
     auto* into = tls_ ? tls_->prepare_read(read_size) : read_buffer_.prepare(read_size);
     auto [ec, n] = co_await tcp.async_read_some(asio::buffer(into, read_size),
                                                 asio::as_tuple(asio::use_awaitable));
-    const std::size_t received = n;
-    if (!ec && tls_) {
-      tls_->received(n);
-      std::size_t before = read_buffer_.size();
-      ec = tls_->decrypt(read_buffer_);
-      n = read_buffer_.size() - before;
-    } else if (!ec) {
-      read_buffer_.commit(n);
-    }
     if (ec) {
-      if (close_reason_.empty())
-        close_reason_ = (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
-                            ? "peer closed the link"
-                            : "read failed: " + ec.message();
+      read_failed(ec);
       co_return;
     }
-    counters_.bytes_in += n;
     if (hold_writes_) {
       hold_writes_ = false;
       first_read_event_.notify();
     }
     last_received_ = std::chrono::steady_clock::now();
-    for (;;) {
-      auto r = proto::decode_frame(read_buffer_.bytes(), limits_.max_frame);
-      if (r.error == proto::decode_error::incomplete) break;
-      if (r.error != proto::decode_error::none) {
-        close_reason_ = "protocol error: " + std::string(proto::to_string(r.error));
-        co_return;
-      }
-      ++counters_.frames_in;
-      if (!dispatch(r.header, r.payload) || aborted_) co_return;
-      read_buffer_.consume(r.consumed);
+    bool going_on;
+    if (!tls_) {
+      read_buffer_.commit(n);
+      counters_.bytes_in += n;
+      going_on = take_frames();
+    } else {
+      tls_->received(n);
+      going_on = sealed_frames() ? take_units() : take_records(every_record);
     }
-    if (received >= min_read_size) {
+    if (!going_on || aborted_) co_return;
+    if (n >= min_read_size) {
       read_size = max_read_size;
       small_reads = 0;
     } else if (read_size > min_read_size && ++small_reads == small_reads_to_shrink) {
       read_size = min_read_size;
       read_buffer_.trim(idle_buffer_keep);
       if (tls_) tls_->trim_read(idle_buffer_keep);
+    }
+  }
+}
+
+void link::read_failed(boost::system::error_code ec) {
+  if (close_reason_.empty())
+    close_reason_ = (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+                        ? "peer closed the link"
+                        : "read failed: " + ec.message();
+}
+
+bool link::take_records(std::size_t size) {
+  std::size_t before = read_buffer_.size();
+  auto ec = size == every_record ? tls_->decrypt(read_buffer_) : tls_->decrypt(read_buffer_, size);
+  if (ec) {
+    read_failed(ec);
+    return false;
+  }
+  counters_.bytes_in += read_buffer_.size() - before;
+  return take_frames();
+}
+
+bool link::take_frames() {
+  for (;;) {
+    auto r = proto::decode_frame(read_buffer_.bytes(), limits_.max_frame);
+    if (r.error == proto::decode_error::incomplete) return true;
+    if (r.error != proto::decode_error::none) {
+      close_reason_ = "protocol error: " + std::string(proto::to_string(r.error));
+      return false;
+    }
+    ++counters_.frames_in;
+    if (!dispatch(r.header, r.payload) || aborted_) return false;
+    read_buffer_.consume(r.consumed);
+  }
+}
+
+bool link::take_units() {
+  for (;;) {
+    auto u = proto::next_wire_unit(tls_->input(), limits_.max_frame);
+    switch (u.kind) {
+      case proto::wire_unit_kind::incomplete:
+        return true;
+      case proto::wire_unit_kind::error:
+        close_reason_ = "protocol error: " + std::string(proto::to_string(u.error));
+        return false;
+      case proto::wire_unit_kind::tls_records:
+        if (!take_records(u.size)) return false;
+        break;
+      case proto::wire_unit_kind::sealed_frame:
+        // The sender puts sealed frames between whole frames of its TLS plaintext.
+        if (!read_buffer_.empty()) {
+          close_reason_ = "protocol error: a sealed frame inside a frame";
+          return false;
+        }
+        ++counters_.frames_in;
+        counters_.bytes_in += u.header.length;
+        counters_.sealed_bytes_in += u.header.length;
+        if (!dispatch_sealed(u.header, u.payload) || aborted_) return false;
+        tls_->consume_input(u.size);
+        break;
     }
   }
 }
@@ -138,24 +187,22 @@ asio::awaitable<void> link::writer() {
       continue;
     }
     std::swap(write_buffer_, writing_);
+    std::swap(sealed_runs_, writing_sealed_);
     unsent_ = writing_.size();
     boost::system::error_code ec;
     if (tls_) {
-      // Several records per system call, a bounded batch at a time.
-      for (auto rest = writing_.bytes(); !rest.empty() && !ec;) {
-        auto batch = rest.first(std::min(rest.size(), tls_write_batch));
-        rest = rest.subspan(batch.size());
-        ec = tls_->encrypt(batch);
+      // Several records per system call, a bounded batch at a time, sealed frames among them.
+      for (std::size_t pos = 0, run = 0; pos < writing_.size();) {
+        std::size_t covered = prepare_write(pos, run, ec);
         if (ec) break;
-        tls_->take_records(records_);
         auto [wec, wn] =
-            co_await asio::async_write(tcp, asio::buffer(records_.data(), records_.size()),
-                                       asio::as_tuple(asio::use_awaitable));
+            co_await asio::async_write(tcp, gather_, asio::as_tuple(asio::use_awaitable));
         records_.clear();
         ec = wec;
         if (ec) break;
-        counters_.bytes_out += batch.size();
-        unsent_ -= batch.size();
+        counters_.bytes_out += covered;
+        unsent_ -= covered;
+        pos += covered;
       }
     } else {
       auto [wec, wn] = co_await asio::async_write(
@@ -165,6 +212,7 @@ asio::awaitable<void> link::writer() {
     }
     const bool small_batch = writing_.size() < min_read_size;
     writing_.clear();
+    writing_sealed_.clear();
     unsent_ = 0;
     if (small_batch) {  // after a burst, an idle link gives its buffers back
       writing_.trim(idle_buffer_keep);
@@ -179,6 +227,42 @@ asio::awaitable<void> link::writer() {
       writable_event_.notify();
     }
   }
+}
+
+std::size_t link::prepare_write(std::size_t pos, std::size_t& run, boost::system::error_code& ec) {
+  const auto all = writing_.bytes();
+  const std::size_t start = pos;
+  pieces_.clear();
+  auto add = [&](bool sealed, std::size_t offset, std::size_t size) {
+    auto* last = pieces_.empty() ? nullptr : &pieces_.back();
+    if (last && last->sealed == sealed && last->offset + last->size == offset)
+      last->size += size;  // records of one write are contiguous, and so are adjacent runs
+    else
+      pieces_.push_back({sealed, offset, size});
+  };
+  // Records a read left behind (an alert, a key update) go first: records keep their order.
+  std::size_t records = tls_->records_pending();
+  if (records) add(false, 0, records);
+  while (pos < all.size() && pos - start < tls_write_batch) {
+    if (run < writing_sealed_.size() && writing_sealed_[run].first == pos) {
+      add(true, pos, writing_sealed_[run].second);
+      pos += writing_sealed_[run].second;
+      ++run;
+      continue;
+    }
+    std::size_t stop = run < writing_sealed_.size() ? writing_sealed_[run].first : all.size();
+    stop = std::min(stop, pos + (tls_write_batch - (pos - start)));
+    ec = tls_->encrypt(all.subspan(pos, stop - pos));
+    if (ec) return 0;
+    add(false, records, tls_->records_pending() - records);
+    records = tls_->records_pending();
+    pos = stop;
+  }
+  tls_->take_records(records_);
+  gather_.clear();
+  for (const auto& p : pieces_)
+    gather_.emplace_back((p.sealed ? writing_.data() : records_.data()) + p.offset, p.size);
+  return pos - start;
 }
 
 asio::awaitable<void> link::keeper() {
@@ -302,6 +386,22 @@ bool link::dispatch(const proto::frame_header& h, std::span<const std::uint8_t> 
   return true;
 }
 
+bool link::dispatch_sealed(const proto::frame_header& h, std::span<const std::uint8_t> payload) {
+  auto it = streams_.find(h.stream_id);
+  if (it == streams_.end()) {
+    ++counters_.frames_ignored;
+    return true;
+  }
+  // Outside the link's TLS nothing is authenticated: only a stream whose two ends authenticate
+  // its bytes themselves may take frames from there.
+  if (!it->second->sealed()) {
+    close_reason_ =
+        "protocol error: a sealed frame for stream " + std::to_string(h.stream_id) + ", not sealed";
+    return false;
+  }
+  return dispatch(h, payload);
+}
+
 bool link::peer_may_open(std::uint32_t id) const {
   bool peer_odd = role_ == link_role::acceptor;
   return ((id & 1) == 1) == peer_odd && id > last_peer_id_;
@@ -333,6 +433,7 @@ bool link::on_open_frame(std::uint32_t id, std::span<const std::uint8_t> payload
     return true;
   }
   auto s = std::make_shared<stream>(shared_from_this(), id, limits_.initial_window);
+  if (meta->sealed && sealed_frames()) s->mark_sealed();  // before the next frame is read
   streams_.emplace(id, s);
   ++counters_.streams_opened;
   handlers_.on_open(std::move(s), std::move(*meta));
@@ -348,7 +449,15 @@ std::shared_ptr<stream> link::open_stream(const proto::open_metadata& meta) {
   auto s = std::make_shared<stream>(shared_from_this(), id, limits_.initial_window);
   streams_.emplace(id, s);
   ++counters_.streams_opened;
-  std::string m = proto::encode_open(meta);
+  std::string m;
+  if (meta.sealed && !sealed_frames()) {
+    auto plain = meta;  // the peer of this link would not know what to make of it
+    plain.sealed = false;
+    m = proto::encode_open(plain);
+  } else {
+    m = proto::encode_open(meta);
+  }
+  if (meta.sealed && sealed_frames()) s->mark_sealed();
   append_frame(frame_type::open, 0, id,
                {reinterpret_cast<const std::uint8_t*>(m.data()), m.size()});
   return s;
@@ -406,31 +515,29 @@ asio::awaitable<void> link::wait_writable() {
 }
 
 std::size_t link::send_data_from(std::uint32_t id, asio::ip::tcp::socket& socket, std::size_t max,
-                                 boost::system::error_code& ec) {
-  std::uint8_t* p = write_buffer_.prepare(proto::frame_header_size + max);
-  std::size_t n = socket.read_some(asio::buffer(p + proto::frame_header_size, max), ec);
+                                 boost::system::error_code& ec, bool sealed) {
+  sealed = sealed && sealed_frames();
+  const std::size_t head = sealed ? proto::sealed_frame_overhead : proto::frame_header_size;
+  std::uint8_t* p = write_buffer_.prepare(head + max);
+  std::size_t n = socket.read_some(asio::buffer(p + head, max), ec);
   if (ec || n == 0) return 0;
-  proto::encode_header(
-      {static_cast<std::uint32_t>(n), frame_type::data, 0, id},
-      std::span<std::uint8_t, proto::frame_header_size>(p, proto::frame_header_size));
-  write_buffer_.commit(proto::frame_header_size + n);
-  ++counters_.frames_out;
-  queued();
+  write_head(p, {static_cast<std::uint32_t>(n), frame_type::data, 0, id}, sealed);
+  commit_frame(n, sealed);
   return n;
 }
 
-void link::send_data(std::uint32_t id, std::span<const std::uint8_t> bytes) {
-  append_frame(frame_type::data, 0, id, bytes);
+void link::send_data(std::uint32_t id, std::span<const std::uint8_t> bytes, bool sealed) {
+  append_stream_frame(frame_type::data, 0, id, bytes, sealed);
 }
 
-void link::send_fin(std::uint32_t id) {
-  append_frame(frame_type::data, proto::flag::fin, id, {});
+void link::send_fin(std::uint32_t id, bool sealed) {
+  append_stream_frame(frame_type::data, proto::flag::fin, id, {}, sealed);
 }
 
-void link::send_window(std::uint32_t id, std::uint32_t increment) {
+void link::send_window(std::uint32_t id, std::uint32_t increment, bool sealed) {
   std::uint8_t b[4];
   proto::write_u32(b, increment);
-  append_frame(frame_type::window, 0, id, b);
+  append_stream_frame(frame_type::window, 0, id, b, sealed);
 }
 
 void link::send_reset(std::uint32_t id, stream_status status) {
@@ -444,13 +551,41 @@ void link::stream_finished(std::uint32_t id) {
 
 void link::append_frame(frame_type type, std::uint8_t flags, std::uint32_t id,
                         std::span<const std::uint8_t> payload) {
+  append_stream_frame(type, flags, id, payload, false);
+}
+
+void link::append_stream_frame(frame_type type, std::uint8_t flags, std::uint32_t id,
+                               std::span<const std::uint8_t> payload, bool sealed) {
   if (closed_) return;
-  std::uint8_t* p = write_buffer_.prepare(proto::frame_header_size + payload.size());
-  proto::encode_header(
-      {static_cast<std::uint32_t>(payload.size()), type, flags, id},
-      std::span<std::uint8_t, proto::frame_header_size>(p, proto::frame_header_size));
-  if (!payload.empty()) std::memcpy(p + proto::frame_header_size, payload.data(), payload.size());
-  write_buffer_.commit(proto::frame_header_size + payload.size());
+  sealed = sealed && sealed_frames();
+  const std::size_t head = sealed ? proto::sealed_frame_overhead : proto::frame_header_size;
+  std::uint8_t* p = write_buffer_.prepare(head + payload.size());
+  write_head(p, {static_cast<std::uint32_t>(payload.size()), type, flags, id}, sealed);
+  if (!payload.empty()) std::memcpy(p + head, payload.data(), payload.size());
+  commit_frame(payload.size(), sealed);
+}
+
+void link::write_head(std::uint8_t* p, const proto::frame_header& h, bool sealed) {
+  if (sealed)
+    proto::encode_sealed_header(
+        h, std::span<std::uint8_t, proto::sealed_frame_overhead>(p, proto::sealed_frame_overhead));
+  else
+    proto::encode_header(
+        h, std::span<std::uint8_t, proto::frame_header_size>(p, proto::frame_header_size));
+}
+
+void link::commit_frame(std::size_t payload, bool sealed) {
+  const std::size_t at = write_buffer_.size();
+  const std::size_t size =
+      payload + (sealed ? proto::sealed_frame_overhead : proto::frame_header_size);
+  write_buffer_.commit(size);
+  if (sealed) {
+    if (!sealed_runs_.empty() && sealed_runs_.back().first + sealed_runs_.back().second == at)
+      sealed_runs_.back().second += size;
+    else
+      sealed_runs_.emplace_back(at, size);
+    counters_.sealed_bytes_out += payload;
+  }
   ++counters_.frames_out;
   queued();
 }

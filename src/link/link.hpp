@@ -1,8 +1,9 @@
 // A link: one TLS connection between agent and relay carrying many streams. One reader and one
 // writer coroutine; everything queued for sending is coalesced into one write of many records. A
 // link and its streams live on one executor (one thread), so nothing here takes a lock. With
-// link_encryption::none the frames go straight over the TCP socket under the TLS session that
-// authenticated it (see encryption.hpp).
+// link_encryption::tls the data and window frames of sealed streams (encrypted end to end
+// already) go next to the records as sealed frames; with none every frame goes straight over the
+// TCP socket under the TLS session that authenticated it (see encryption.hpp).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -15,6 +16,8 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "link/byte_buffer.hpp"
 #include "link/encryption.hpp"
@@ -40,6 +43,7 @@ struct link_counters {
   std::uint64_t streams_opened = 0;
   std::uint64_t frames_ignored = 0;  // frames for streams already gone
   std::uint64_t stream_errors = 0;   // streams reset for breaking the protocol
+  std::uint64_t sealed_bytes_in = 0, sealed_bytes_out = 0;  // frames outside the link's TLS
 };
 
 class link : public std::enable_shared_from_this<link> {
@@ -51,8 +55,9 @@ class link : public std::enable_shared_from_this<link> {
     std::function<void()> on_go_away;
   };
 
+  // `encryption`: what hello and welcome agreed (tls: with sealed frames).
   link(tls_stream socket, link_role role, link_limits limits, std::string name,
-       link_encryption encryption = link_encryption::tls);
+       link_encryption encryption = link_encryption::full);
   ~link();
   link(const link&) = delete;
   link& operator=(const link&) = delete;
@@ -60,7 +65,8 @@ class link : public std::enable_shared_from_this<link> {
   // Runs the link until it closes; returns why it closed.
   boost::asio::awaitable<std::string> run(handlers h);
 
-  // Opens a stream toward the peer; null when the link is closing or full.
+  // Opens a stream toward the peer; null when the link is closing or full. With meta.sealed on a
+  // link with sealed frames, the stream is sealed at both ends.
   std::shared_ptr<stream> open_stream(const proto::open_metadata& meta);
   void accept(stream& s);
   void refuse(stream& s, proto::stream_status status, std::string_view reason = {});
@@ -73,6 +79,7 @@ class link : public std::enable_shared_from_this<link> {
   const std::string& name() const { return name_; }
   const link_limits& limits() const { return limits_; }
   link_encryption encryption() const { return encryption_; }
+  bool sealed_frames() const { return encryption_ == link_encryption::tls; }
   // A reloaded relay configuration; on the link's executor.
   void set_stream_idle_timeout(std::chrono::milliseconds t) { limits_.stream_idle_timeout = t; }
   boost::asio::any_io_executor executor() const { return executor_; }
@@ -91,12 +98,12 @@ class link : public std::enable_shared_from_this<link> {
   bool write_blocked() const { return write_blocked_; }
   boost::asio::awaitable<void> wait_writable();
   // Reads up to `max` bytes from `socket` straight into a data frame; 0 with no error means
-  // the socket had nothing after all.
+  // the socket had nothing after all. `sealed`: the stream is sealed (a sealed frame, then).
   std::size_t send_data_from(std::uint32_t id, boost::asio::ip::tcp::socket& socket,
-                             std::size_t max, boost::system::error_code& ec);
-  void send_fin(std::uint32_t id);
-  void send_data(std::uint32_t id, std::span<const std::uint8_t> bytes);
-  void send_window(std::uint32_t id, std::uint32_t increment);
+                             std::size_t max, boost::system::error_code& ec, bool sealed);
+  void send_fin(std::uint32_t id, bool sealed);
+  void send_data(std::uint32_t id, std::span<const std::uint8_t> bytes, bool sealed);
+  void send_window(std::uint32_t id, std::uint32_t increment, bool sealed);
   void send_reset(std::uint32_t id, proto::stream_status status);
   void stream_finished(std::uint32_t id);
 
@@ -104,10 +111,27 @@ class link : public std::enable_shared_from_this<link> {
   boost::asio::awaitable<void> reader();
   boost::asio::awaitable<void> writer();
   boost::asio::awaitable<void> keeper();  // pings, dead-peer detection, stream deadlines
+  // What the last read brought: frames in read_buffer_, or (sealed frames) the units in the
+  // TLS input. False when the link must end (close_reason_ says why).
+  bool take_frames();
+  bool take_units();
+  bool take_records(std::size_t size);  // decrypts `size` bytes of records (all: every_record)
+  void read_failed(boost::system::error_code ec);
   bool dispatch(const proto::frame_header& h, std::span<const std::uint8_t> payload);
+  bool dispatch_sealed(const proto::frame_header& h, std::span<const std::uint8_t> payload);
+  // One write's worth of writing_ from `pos`: records encrypted and sealed frames as they are,
+  // gathered into gather_; `run` is the next of writing_sealed_. Returns the bytes it covers.
+  std::size_t prepare_write(std::size_t pos, std::size_t& run, boost::system::error_code& ec);
   bool on_open_frame(std::uint32_t id, std::span<const std::uint8_t> payload);
   void append_frame(proto::frame_type type, std::uint8_t flags, std::uint32_t id,
                     std::span<const std::uint8_t> payload);
+  // A data or window frame of a stream: sealed when asked and the link has sealed frames.
+  void append_stream_frame(proto::frame_type type, std::uint8_t flags, std::uint32_t id,
+                           std::span<const std::uint8_t> payload, bool sealed);
+  // A frame's header at `p` (after the sealed marker when sealed); commit_frame() adds the frame
+  // that was prepared in write_buffer_.
+  static void write_head(std::uint8_t* p, const proto::frame_header& h, bool sealed);
+  void commit_frame(std::size_t payload, bool sealed);
   void queued();
   bool peer_may_open(std::uint32_t id) const;
   void reset_all(proto::stream_status status);
@@ -135,6 +159,14 @@ class link : public std::enable_shared_from_this<link> {
   byte_buffer writing_;       // frames being written
   std::size_t unsent_ = 0;    // bytes of writing_ not yet handed to the kernel
   byte_buffer records_;       // TLS records being written
+  // Sealed frames in write_buffer_ and writing_: (offset, size) runs, in order, outside TLS.
+  std::vector<std::pair<std::size_t, std::size_t>> sealed_runs_, writing_sealed_;
+  struct piece {
+    bool sealed;  // bytes of writing_; else of records_
+    std::size_t offset, size;
+  };
+  std::vector<piece> pieces_;
+  std::vector<boost::asio::const_buffer> gather_;
   event write_event_;
   event writable_event_;
   bool write_blocked_ = false;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <stdexcept>
 
 #include "tls/certs.hpp"
@@ -46,6 +47,17 @@ error_code link_tls::encrypt(std::span<const std::uint8_t> plain) {
     plain = plain.subspan(static_cast<std::size_t>(r));
   }
   return {};
+}
+
+error_code link_tls::decrypt(byte_buffer& plain, std::size_t records) {
+  io_.in_limit = records;
+  error_code ec = decrypt(plain);
+  const bool left_over = io_.in_limit != 0;
+  io_.in_limit = std::numeric_limits<std::size_t>::max();
+  // OpenSSL takes a record's header, then its body: whole records are taken whole.
+  if (!ec && left_over)
+    ec = boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+  return ec;
 }
 
 error_code link_tls::decrypt(byte_buffer& plain) {

@@ -41,6 +41,13 @@ class link_tls {
   // Decrypts every whole record received so far, appending the plaintext to `plain`.
   // asio::error::eof after the peer's close_notify.
   boost::system::error_code decrypt(byte_buffer& plain);
+  // Decrypts the first `records` bytes received, which must be whole records; what follows them
+  // is not OpenSSL's (a link with sealed frames: input() and consume_input() take it).
+  boost::system::error_code decrypt(byte_buffer& plain, std::size_t records);
+  std::span<const std::uint8_t> input() const { return io_.in.bytes(); }
+  void consume_input(std::size_t n) { io_.in.consume(n); }
+  // Bytes of records written (by encrypt, or an alert from decrypt) and not yet taken.
+  std::size_t records_pending() const { return io_.out.size(); }
   // Gives back the read buffer's memory over `keep` bytes if it holds nothing; not while a read
   // into prepare_read()'s space is in flight.
   void trim_read(std::size_t keep) { io_.in.trim(keep); }

@@ -60,11 +60,11 @@ asio::awaitable<void> stream::upstream() {
     }
     std::size_t max = std::min<std::size_t>(send_.available(), link_->limits().max_frame);
     boost::system::error_code rec;
-    std::size_t n = link_->send_data_from(id_, *socket_, max, rec);
+    std::size_t n = link_->send_data_from(id_, *socket_, max, rec, sealed_);
     if (rec == asio::error::would_block || rec == asio::error::try_again) continue;
     if (rec == asio::error::eof) {
       outbound_fin_ = true;
-      link_->send_fin(id_);
+      link_->send_fin(id_, sealed_);
       break;
     }
     if (rec) {
@@ -176,7 +176,7 @@ asio::awaitable<std::size_t> stream::write_some(asio::const_buffer buffer,
     }
     std::size_t n = std::min<std::size_t>(
         {buffer.size(), send_.available(), std::size_t{link_->limits().max_frame}});
-    link_->send_data(id_, {static_cast<const std::uint8_t*>(buffer.data()), n});
+    link_->send_data(id_, {static_cast<const std::uint8_t*>(buffer.data()), n}, sealed_);
     send_.consume(static_cast<std::uint32_t>(n));
     bytes_out_ += n;
     touch();
@@ -218,7 +218,7 @@ bool stream::can_send_now(std::size_t n) const {
 }
 
 void stream::send_now(std::span<const std::uint8_t> bytes) {
-  link_->send_data(id_, bytes);
+  link_->send_data(id_, bytes, sealed_);
   send_.consume(static_cast<std::uint32_t>(bytes.size()));
   bytes_out_ += bytes.size();
   touch();
@@ -241,7 +241,7 @@ asio::awaitable<proto::stream_status> stream::wait_open_result() {
 void stream::shutdown_send() {
   if (outbound_fin_ || reset_) return;
   outbound_fin_ = true;
-  link_->send_fin(id_);
+  link_->send_fin(id_, sealed_);
 }
 
 void stream::finish() {
@@ -252,7 +252,7 @@ void stream::finish() {
 
 void stream::consumed(std::size_t n) {
   if (auto grant = receive_.on_consumed(static_cast<std::uint32_t>(n)))
-    link_->send_window(id_, grant);
+    link_->send_window(id_, grant, sealed_);
 }
 
 bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {

@@ -31,6 +31,10 @@ class stream : public std::enable_shared_from_this<stream> {
   stream& operator=(const stream&) = delete;
 
   std::uint32_t id() const { return id_; }
+  // Sealed: the two ends encrypt and authenticate the stream's bytes themselves, so its data and
+  // window frames travel outside the link's TLS (link::open_stream and the link's open decide).
+  bool sealed() const { return sealed_; }
+  void mark_sealed() { sealed_ = true; }
   boost::asio::any_io_executor executor() const;
   bool is_reset() const { return reset_; }
   proto::stream_status reset_status() const { return reset_status_; }

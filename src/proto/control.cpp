@@ -176,6 +176,7 @@ std::string encode_control(const control_message& m) {
                            {"session", h.session},  {"link_index", h.link_index},
                            {"software", h.software}};
             if (!h.link_encryption.empty()) o["link_encryption"] = h.link_encryption;
+            if (h.sealed_frames) o["sealed_frames"] = true;
             return o;
           },
           [](const welcome& w) {
@@ -187,6 +188,7 @@ std::string encode_control(const control_message& m) {
                            {"ping_interval_ms", w.ping_interval_ms},
                            {"ping_timeout_ms", w.ping_timeout_ms}};
             if (!w.link_encryption.empty()) o["link_encryption"] = w.link_encryption;
+            if (w.sealed_frames) o["sealed_frames"] = true;
             return o;
           },
           [](const register_services& r) {
@@ -255,6 +257,7 @@ control_decode decode_control(std::string_view text) {
     r.num("link_index", h.link_index);
     r.str("software", h.software);
     r.str("link_encryption", h.link_encryption);
+    r.boolean("sealed_frames", h.sealed_frames);
     if (r.ok) out.message = std::move(h);
   } else if (type == "welcome") {
     welcome w;
@@ -265,6 +268,7 @@ control_decode decode_control(std::string_view text) {
     r.num("ping_interval_ms", w.ping_interval_ms);
     r.num("ping_timeout_ms", w.ping_timeout_ms);
     r.str("link_encryption", w.link_encryption);
+    r.boolean("sealed_frames", w.sealed_frames);
     if (r.ok) out.message = w;
   } else if (type == "register") {
     register_services reg;
@@ -342,6 +346,7 @@ std::string encode_open(const open_metadata& m) {
                  {"relay_port", m.relay_port}};
   if (!m.visitor_token.empty()) o["visitor_token"] = m.visitor_token;
   if (!m.scheme.empty()) o["scheme"] = m.scheme;
+  if (m.sealed) o["sealed"] = true;
   return json::serialize(o);
 }
 
@@ -357,6 +362,7 @@ std::optional<open_metadata> decode_open(std::string_view text) {
   r.num("relay_port", m.relay_port);
   r.str("visitor_token", m.visitor_token);
   r.str("scheme", m.scheme);
+  r.boolean("sealed", m.sealed);
   if (!r.ok) return std::nullopt;
   return m;
 }

@@ -21,6 +21,9 @@ struct hello {
   std::string software;  // "burrow/0.1.0", for logs
   // "none" asks for an unencrypted link after the welcome; empty (or "tls") keeps TLS.
   std::string link_encryption{};
+  // The dialer can send and take sealed frames: end-to-end encrypted streams' frames outside the
+  // link's TLS (docs/protocol.md, section 4b).
+  bool sealed_frames = false;
 };
 
 // The relay's answer to a good hello: the version chosen and the limits of this link.
@@ -32,6 +35,7 @@ struct welcome {
   std::uint32_t ping_interval_ms = 0;
   std::uint32_t ping_timeout_ms = 0;
   std::string link_encryption{};  // "none" when the relay granted hello's request; else empty
+  bool sealed_frames = false;     // the relay agrees to sealed frames on this link
 };
 
 // A share URL's access rules as an inspect-mode relay enforces them: digests and crypt hashes
@@ -154,6 +158,10 @@ struct open_metadata {
   // ended TLS (inspect mode) and "http" when the visitor came over plain HTTP: then the stream
   // carries HTTP/1.1 in the clear.
   std::string scheme = {};
+  // The stream's bytes are encrypted end to end by its two ends (burrow connect and the agent,
+  // or a share URL's visitor and the agent or the service): on a link with sealed frames its
+  // data and window frames travel outside the link's TLS.
+  bool sealed = false;
 };
 
 std::string encode_open(const open_metadata& m);

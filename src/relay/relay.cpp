@@ -207,6 +207,7 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   counted in_flight(active_streams_);
   std::string token = std::move(meta.visitor_token);
   meta.visitor_token.clear();  // the agent never sees it
+  meta.sealed = true;  // TLS between burrow connect and the agent, whatever the visitor said
   agent_open opened;
   const link::link* full = nullptr;
   for (int attempt = 0; attempt < 3 && !opened.stream; ++attempt) {

@@ -131,11 +131,13 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
     }
     co_return;
   }
-  auto asked = hello->link_encryption.empty() ? std::optional(link::link_encryption::tls)
-                                              : link::parse_link_encryption(hello->link_encryption);
-  if (asked != link::link_encryption::tls && config_.link_encryption != asked) {
+  const std::string& asked = hello->link_encryption;
+  const bool plain = asked == "none";
+  if ((!asked.empty() && asked != "tls" && !plain) ||
+      (plain && config_.link_encryption != link::link_encryption::none)) {
     {
-      std::string why = asked ? "this relay only runs encrypted links (--link-encryption tls)"
+      std::string why = plain ? "this relay only runs encrypted links (--link-encryption " +
+                                    std::string(to_string(config_.link_encryption)) + ")"
                               : "hello's link_encryption must be tls or none";
       rejected(listener::agent, "link_encryption", who, why, true);
       co_await refuse_agent(tls, "link_encryption", why);
@@ -151,6 +153,12 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
     co_return;
   }
 
+  // Sealed frames when the dialer offers them, unless this relay wants every frame in TLS.
+  auto mode = link::link_encryption::full;
+  if (plain)
+    mode = link::link_encryption::none;
+  else if (hello->sealed_frames && config_.link_encryption != link::link_encryption::full)
+    mode = link::link_encryption::tls;
   auto lim = config_.limits;
   lim.stream_idle_timeout = stream_idle_timeout_.load();
   proto::welcome w{proto::protocol_version,
@@ -159,7 +167,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
                    lim.max_streams,
                    static_cast<std::uint32_t>(lim.ping_interval.count()),
                    static_cast<std::uint32_t>(lim.ping_timeout.count()),
-                   std::string(asked == link::link_encryption::none ? "none" : "")};
+                   std::string(plain ? "none" : ""),
+                   mode == link::link_encryption::tls};
   auto send_welcome = link::write_control_frame(tls, w);
   if (auto sent = co_await with_deadline(std::move(send_welcome), handshake_timeout());
       !sent || *sent) {
@@ -169,9 +178,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
 
   std::string name = (visitor ? "visitor " : "agent ") + who + " session " +
                      hello->session.substr(0, 8) + " link " + std::to_string(hello->link_index);
-  auto l =
-      std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, lim, name, *asked);
-  if (*asked == link::link_encryption::none) spdlog::warn("{}: link without encryption", name);
+  auto l = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, lim, name, mode);
+  if (plain) spdlog::warn("{}: link without encryption", name);
   if (grant) {
     l->set_rate_limiter(grant->limiter());  // every stream of the link counts against the cap
     if (!grant->add_link(l)) {

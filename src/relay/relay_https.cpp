@@ -213,6 +213,7 @@ asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::s
   auto local = socket.local_endpoint(ec);
   auto meta = visitor_metadata(socket, name, ec ? 0 : local.port());
   if (!meta) co_return;
+  meta->sealed = true;  // the visitor's own TLS, to the agent (blind) or the service (passthrough)
   auto s = l->open_stream(*meta);
   if (!s) {
     // This link is full or closing: another of the agent's links may take the visitor.

@@ -31,13 +31,14 @@ int bio_read(BIO* bio, char* data, int len) {
   BIO_clear_retry_flags(bio);
   auto* io = buffers_of(bio);
   if (!io || len < 0) return -1;
-  if (io->in.empty()) {
+  std::size_t n = std::min({static_cast<std::size_t>(len), io->in.size(), io->in_limit});
+  if (n == 0) {
     BIO_set_retry_read(bio);
     return -1;
   }
-  std::size_t n = std::min(static_cast<std::size_t>(len), io->in.size());
   std::memcpy(data, io->in.data(), n);
   io->in.consume(n);
+  if (io->in_limit != std::numeric_limits<std::size_t>::max()) io->in_limit -= n;
   return static_cast<int>(n);
 }
 
@@ -47,7 +48,7 @@ long bio_ctrl(BIO* bio, int cmd, long, void*) {
     case BIO_CTRL_FLUSH:
       return 1;  // flushing is the owner's business, after each OpenSSL call
     case BIO_CTRL_PENDING:
-      return io ? static_cast<long>(io->in.size()) : 0;
+      return io ? static_cast<long>(std::min(io->in.size(), io->in_limit)) : 0;
     case BIO_CTRL_WPENDING:
       return io ? static_cast<long>(io->out.size()) : 0;
     default:

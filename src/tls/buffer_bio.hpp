@@ -6,6 +6,9 @@
 
 #include <openssl/bio.h>
 
+#include <cstddef>
+#include <limits>
+
 #include "link/byte_buffer.hpp"
 
 namespace burrow::tls {
@@ -13,6 +16,9 @@ namespace burrow::tls {
 struct bio_buffers {
   link::byte_buffer in;   // ciphertext from the peer, not yet taken by OpenSSL
   link::byte_buffer out;  // ciphertext from OpenSSL, not yet taken by a flush
+  // How much of `in` OpenSSL may still take; reads count it down. A link with sealed frames
+  // hands it whole records only, the bytes after them being someone else's.
+  std::size_t in_limit = std::numeric_limits<std::size_t>::max();
 };
 
 // A new BIO reading `io->in` and appending to `io->out` (never blocking: an empty `in` asks to be

@@ -8,6 +8,7 @@
 #include "e2e/share_url_fixture.hpp"
 #include "harness/capture.hpp"
 #include "harness/http_service.hpp"
+#include "proto/wire_unit.hpp"
 
 namespace burrow::test {
 namespace {
@@ -36,6 +37,42 @@ class Capture : public share_url_test {
          at = haystack.find(needle, at + 1))
       ++n;
     return n;
+  }
+
+  // What the links on the agent port carried, read the way a link reads it: past each TLS
+  // handshake (records in the clear), runs of TLS records and sealed frames.
+  struct link_wire {
+    std::size_t directions = 0, sealed_frames = 0, broken = 0;
+    std::string sealed_payload;  // every sealed frame's bytes, as an observer of the wire sees
+  };
+  void expect_no_sealed_frames(std::vector<std::string> relay_flags,
+                               std::vector<std::string> ends_flags);
+
+  link_wire read_links(const std::filesystem::path& pcap, std::uint16_t agent_port) {
+    link_wire w;
+    for (const auto& run : raw_runs(pcap, {agent_port})) {
+      std::span<const std::uint8_t> in(reinterpret_cast<const std::uint8_t*>(run.data()),
+                                       run.size());
+      // ClientHello or ServerHello, then the compatibility ChangeCipherSpec.
+      while (in.size() >= 5 && (in[0] == 0x16 || in[0] == 0x14)) {
+        std::size_t n = 5 + ((std::size_t{in[3]} << 8) | in[4]);
+        in = in.subspan(std::min(n, in.size()));
+      }
+      ++w.directions;
+      while (!in.empty()) {
+        auto u = proto::next_wire_unit(in, proto::default_max_frame_payload);
+        if (u.kind == proto::wire_unit_kind::error) ++w.broken;
+        if (u.kind == proto::wire_unit_kind::error || u.kind == proto::wire_unit_kind::incomplete)
+          break;
+        if (u.kind == proto::wire_unit_kind::sealed_frame) {
+          ++w.sealed_frames;
+          w.sealed_payload.append(reinterpret_cast<const char*>(u.payload.data()),
+                                  u.payload.size());
+        }
+        in = in.subspan(u.size);
+      }
+    }
+    return w;
   }
 };
 
@@ -66,6 +103,11 @@ TEST_F(Capture, PlainTunnelBaselineTheRelayReadsTheMarker) {
   const auto link_on_wire = raw_bytes(wire.file(), {relay.agent_port});
   ASSERT_FALSE(link_on_wire.empty()) << "nothing captured on the agent port";
   EXPECT_EQ(occurrences(link_on_wire, marker), 0u) << "the link must be encrypted on the wire";
+  // A plain tunnel's bytes are in the clear inside the stream: none may leave the link's TLS.
+  auto links = read_links(wire.file(), relay.agent_port);
+  EXPECT_GE(links.directions, 2u);  // each way, on each of the agent's links
+  EXPECT_EQ(links.broken, 0u);
+  EXPECT_EQ(links.sealed_frames, 0u);
 
   const auto relay_reads = decrypted_bytes(wire.file(), keylog(), {relay.agent_port});
   ASSERT_FALSE(relay_reads.empty())
@@ -132,6 +174,14 @@ TEST_F(Capture, EndToEndTheRelayNeverReadsTheMarker) {
   const auto on_wire = raw_bytes(wire.file(), {relay.agent_port});
   ASSERT_FALSE(on_wire.empty()) << "nothing captured on the agent port";
   EXPECT_EQ(occurrences(on_wire, marker), 0u);
+  // The end-to-end session's records travel as sealed frames, next to the links' own records,
+  // on both links (connect's and the agent's, each way): ciphertext the relay passes on as is.
+  auto links = read_links(wire.file(), relay.agent_port);
+  EXPECT_GE(links.directions, 4u);
+  EXPECT_EQ(links.broken, 0u);
+  EXPECT_GE(links.sealed_frames, 8u);
+  EXPECT_GE(links.sealed_payload.size(), 4 * marker.size());
+  EXPECT_EQ(occurrences(links.sealed_payload, marker), 0u);
 
   const auto relay_reads = decrypted_bytes(wire.file(), keylog(), {relay.agent_port});
   // The decryption works on this very capture: the relay reads the name it routes by, in the
@@ -140,6 +190,38 @@ TEST_F(Capture, EndToEndTheRelayNeverReadsTheMarker) {
       << relay_reads.size() << " bytes decrypted with " << keylog();
   EXPECT_EQ(occurrences(relay_reads, marker), 0u)
       << "the relay must see only the end-to-end session's ciphertext";
+}
+
+// --link-encryption full on either side: everything stays inside the links' TLS, end to end too.
+TEST_F(Capture, FullLinkEncryptionOnTheRelaySendsNoSealedFrames) {
+  expect_no_sealed_frames({"--link-encryption", "full"}, {});
+}
+
+TEST_F(Capture, FullLinkEncryptionOnAgentAndConnectSendsNoSealedFrames) {
+  expect_no_sealed_frames({}, {"--link-encryption", "full"});
+}
+
+void Capture::expect_no_sealed_frames(std::vector<std::string> relay_flags,
+                                      std::vector<std::string> ends_flags) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay(relay_flags);
+  ASSERT_NE(relay.agent_port, 0);
+  capture wire(dir_ / "relay.pcap", {relay.agent_port});
+  auto agent_flags = ends_flags;
+  agent_flags.insert(agent_flags.end(), {"--name", "capture-full"});
+  auto agent = start_e2ee_agent(relay, echo.port(), agent_flags);
+  auto visitor = start_connect(relay, agent, ends_flags);
+  ASSERT_NE(visitor.port, 0);
+  const std::string marker = random_marker();
+  auto reply = exchange(visitor.port, marker);
+  ASSERT_TRUE(reply);
+  ASSERT_EQ(*reply, marker);
+  wire.stop();
+  auto links = read_links(wire.file(), relay.agent_port);
+  EXPECT_GE(links.directions, 4u);
+  EXPECT_EQ(links.broken, 0u);
+  EXPECT_EQ(links.sealed_frames, 0u);
+  EXPECT_EQ(occurrences(raw_bytes(wire.file(), {relay.agent_port}), marker), 0u);
 }
 
 // Share URLs: the marker travels in a request's path and body and comes back in the response.
@@ -152,6 +234,7 @@ class CaptureShareUrl : public Capture {
     std::string on_wire;
     std::string relay_reads;
     std::string marker;
+    link_wire links;
   };
   seen capture_share_url(const std::string& name, const std::string& mode) {
     http_service service;
@@ -175,6 +258,7 @@ class CaptureShareUrl : public Capture {
     wire.stop();
     out.on_wire = raw_bytes(wire.file(), {relay.agent_port, relay.https_port});
     out.relay_reads = decrypted_bytes(wire.file(), keylog(), {relay.agent_port, relay.https_port});
+    out.links = read_links(wire.file(), relay.agent_port);
     return out;
   }
 };
@@ -182,6 +266,10 @@ class CaptureShareUrl : public Capture {
 TEST_F(CaptureShareUrl, BlindTheRelayNeverReadsTheMarker) {
   auto s = capture_share_url("capblind", "blind");
   ASSERT_FALSE(s.on_wire.empty());
+  // The visitor's TLS goes on to the agent as sealed frames, and comes back the same way.
+  EXPECT_GE(s.links.sealed_frames, 4u);
+  EXPECT_EQ(s.links.broken, 0u);
+  EXPECT_EQ(occurrences(s.links.sealed_payload, s.marker), 0u);
   EXPECT_EQ(occurrences(s.on_wire, s.marker), 0u);
   EXPECT_GE(occurrences(s.relay_reads, "capblind"), 1u)
       << s.relay_reads.size() << " bytes decrypted with " << keylog();
@@ -192,6 +280,9 @@ TEST_F(CaptureShareUrl, BlindTheRelayNeverReadsTheMarker) {
 TEST_F(CaptureShareUrl, InspectTheRelayReadsTheMarker) {
   auto s = capture_share_url("capinspect", "inspect");
   ASSERT_FALSE(s.on_wire.empty());
+  // HTTP in the clear inside the stream stays inside the link's TLS.
+  EXPECT_EQ(s.links.sealed_frames, 0u);
+  EXPECT_EQ(s.links.broken, 0u);
   EXPECT_EQ(occurrences(s.on_wire, s.marker), 0u) << "both legs are TLS on the wire";
   EXPECT_GE(occurrences(s.relay_reads, s.marker), 4u)
       << "inspect mode ends TLS at the relay; " << s.relay_reads.size() << " bytes decrypted";

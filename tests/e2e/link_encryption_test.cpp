@@ -108,8 +108,9 @@ TEST_F(link_encryption_test, ABadValueIsAClearError) {
   auto code = agent->wait_exit(10s);
   ASSERT_TRUE(code);
   EXPECT_NE(*code, 0);
-  EXPECT_NE(agent->output().find("invalid value 'off' for --link-encryption: expected tls or none"),
-            std::string::npos)
+  EXPECT_NE(
+      agent->output().find("invalid value 'off' for --link-encryption: expected tls, full or none"),
+      std::string::npos)
       << agent->output();
 }
 

@@ -6,6 +6,9 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "tls/certs.hpp"
 #include "tls/contexts.hpp"
 
@@ -26,11 +29,22 @@ void ignore_end(std::exception_ptr, std::string) {}
 
 }  // namespace
 
-link_pair::link_pair(asio::io_context& ioc, link::link_limits limits)
+link_pair::link_pair(asio::io_context& ioc, link::link_limits limits,
+                     link::link_encryption encryption)
     : ioc_(ioc),
       limits_(limits),
+      encryption_(encryption),
       acceptor_(ioc, {asio::ip::make_address("127.0.0.1"), 0}),
       accepted_event_(ioc.get_executor()) {}
+
+link_pair::~link_pair() {
+  if (near_fd_ >= 0) ::close(near_fd_);
+}
+
+bool link_pair::inject(std::string_view bytes) {
+  return near_fd_ >= 0 && ::send(near_fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+                              static_cast<ssize_t>(bytes.size());
+}
 
 asio::awaitable<void> link_pair::connect() {
   using namespace asio::experimental::awaitable_operators;
@@ -46,14 +60,17 @@ asio::awaitable<void> link_pair::accept_far() {
   link::tls_stream tls(std::move(socket), ctx);
   auto handshake = tls.async_handshake(asio::ssl::stream_base::server, asio::use_awaitable);
   co_await std::move(handshake);
-  far_ = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, limits_, "far");
+  far_ = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, limits_, "far",
+                                      encryption_);
   link::link::handlers h;
   h.on_open = [this](std::shared_ptr<link::stream> s, proto::open_metadata) {
     far_->accept(*s);
     accepted_.push_back(std::move(s));
     accepted_event_.notify();
   };
-  asio::co_spawn(ioc_, far_->run(std::move(h)), ignore_end);
+  asio::co_spawn(ioc_, far_->run(std::move(h)), [this](std::exception_ptr, std::string why) {
+    far_ended_ = why.empty() ? "ended" : why;
+  });
 }
 
 asio::awaitable<void> link_pair::dial_near() {
@@ -68,13 +85,17 @@ asio::awaitable<void> link_pair::dial_near() {
       &outcome);
   auto handshake = tls.async_handshake(asio::ssl::stream_base::client, asio::use_awaitable);
   co_await std::move(handshake);
-  near_ = std::make_shared<link::link>(std::move(tls), link::link_role::dialer, limits_, "near");
+  near_fd_ = ::dup(tls.next_layer().native_handle());
+  near_ = std::make_shared<link::link>(std::move(tls), link::link_role::dialer, limits_, "near",
+                                       encryption_);
   asio::co_spawn(ioc_, near_->run({}), ignore_end);
 }
 
-asio::awaitable<stream_ends> link_pair::open() {
+asio::awaitable<stream_ends> link_pair::open(bool sealed) {
   stream_ends ends;
-  ends.near = near_->open_stream({"svc", "127.0.0.1", 1, "127.0.0.1", 2});
+  proto::open_metadata meta{"svc", "127.0.0.1", 1, "127.0.0.1", 2};
+  meta.sealed = sealed;
+  ends.near = near_->open_stream(meta);
   while (accepted_.empty()) {
     auto wait = accepted_event_.wait();
     co_await std::move(wait);

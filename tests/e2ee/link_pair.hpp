@@ -13,6 +13,8 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "link/event.hpp"
 #include "link/link.hpp"
@@ -27,14 +29,22 @@ struct stream_ends {
 
 class link_pair {
  public:
-  explicit link_pair(boost::asio::io_context& ioc, link::link_limits limits = {});
+  // `encryption`: what both links run, as if hello and welcome had agreed on it.
+  explicit link_pair(boost::asio::io_context& ioc, link::link_limits limits = {},
+                     link::link_encryption encryption = link::link_encryption::full);
+  ~link_pair();
   link_pair(const link_pair&) = delete;
   link_pair& operator=(const link_pair&) = delete;
 
   boost::asio::awaitable<void> connect();
-  // A new stream, seen from both ends, the far end already accepted.
-  boost::asio::awaitable<stream_ends> open();
+  // A new stream, seen from both ends, the far end already accepted; sealed when asked.
+  boost::asio::awaitable<stream_ends> open(bool sealed = false);
   void close();
+  // Bytes written into the near link's TCP connection behind its back, as an attacker on the
+  // path would: they reach the far link between whole writes of the near one.
+  bool inject(std::string_view bytes);
+  // Why the far link ended; empty while it runs.
+  const std::string& far_ended() const { return far_ended_; }
 
   link::link& near() { return *near_; }
   link::link& far() { return *far_; }
@@ -45,6 +55,9 @@ class link_pair {
 
   boost::asio::io_context& ioc_;
   link::link_limits limits_;
+  link::link_encryption encryption_;
+  int near_fd_ = -1;  // a duplicate of the near link's socket, for inject()
+  std::string far_ended_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::shared_ptr<link::link> near_, far_;
   std::deque<std::shared_ptr<link::stream>> accepted_;

@@ -11,6 +11,7 @@
 #include "e2ee/session.hpp"
 #include "harness/net.hpp"
 #include "link/stream.hpp"
+#include "proto/wire_unit.hpp"
 
 namespace burrow::e2ee {
 namespace {
@@ -358,6 +359,70 @@ TEST(SecureStream, AQuietSessionGivesItsBuffersBackAndABusyOneKeepsThem) {
   EXPECT_GE(r->took, 500ms);
   EXPECT_LT(r->took, 5s);
   EXPECT_EQ(r->echoed, "after the quiet");
+}
+
+struct forged_result {
+  error_code handshake_ec, forged_read_ec, bystander_ec;
+  std::string before, bystander;
+  std::string far_ended;
+  std::uint64_t sealed_in = 0;
+};
+
+// An attacker on the path writes a sealed frame into an end-to-end session's stream: the
+// session's own TLS refuses it, and only that session ends.
+asio::awaitable<forged_result> forged(test::link_pair* pair, contexts* ctx) {
+  forged_result r;
+  test::session_options options;
+  options.sealed = true;
+  auto opened =
+      test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), options);
+  auto s = co_await std::move(opened);
+  r.handshake_ec = s.client_ec ? s.client_ec : s.server_ec;
+  auto bystander_open = pair->open(false);
+  auto bystander = co_await std::move(bystander_open);
+  error_code ec;
+  auto first = s.client->write_all(asio::buffer(std::string_view("genuine")), ec);
+  co_await std::move(first);
+  char buf[64];
+  auto read = s.server->read_some(asio::buffer(buf), ec);
+  std::size_t n = co_await std::move(read);
+  r.before.assign(buf, ec ? 0 : n);
+  // A record's header and 32 bytes that no key made.
+  std::string record = "\x17\x03\x03" + std::string("\x00\x20", 2) + std::string(32, 'x');
+  std::string frame(proto::sealed_frame_overhead, '\0');
+  proto::encode_sealed_header(
+      {static_cast<std::uint32_t>(record.size()), proto::frame_type::data, 0, s.ends.near->id()},
+      std::span<std::uint8_t, proto::sealed_frame_overhead>(
+          reinterpret_cast<std::uint8_t*>(frame.data()), proto::sealed_frame_overhead));
+  pair->inject(frame + record);
+  auto forged_read = s.server->read_some(asio::buffer(buf), r.forged_read_ec);
+  co_await std::move(forged_read);
+  // The link goes on: a plain stream next to it still carries bytes.
+  auto write = bystander.near->write_all({reinterpret_cast<const std::uint8_t*>("still here"), 10},
+                                         r.bystander_ec);
+  co_await std::move(write);
+  auto got = bystander.far->read_some(asio::buffer(buf), r.bystander_ec);
+  n = co_await std::move(got);
+  r.bystander.assign(buf, r.bystander_ec ? 0 : n);
+  r.far_ended = pair->far_ended();
+  r.sealed_in = pair->far().counters().sealed_bytes_in;
+  co_return r;
+}
+
+TEST(SecureStream, AForgedSealedFrameFailsOnlyItsSessionAndTheLinkLivesOn) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc, {}, link::link_encryption::tls);
+  contexts ctx;
+  auto r = test::run_with_links(ioc, pair, forged(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_EQ(r->before, "genuine");
+  EXPECT_GT(r->sealed_in, 0u) << "the session's records did not travel as sealed frames";
+  EXPECT_EQ(r->forged_read_ec.category(), asio::error::get_ssl_category())
+      << r->forged_read_ec.message();
+  EXPECT_FALSE(r->bystander_ec) << r->bystander_ec.message();
+  EXPECT_EQ(r->bystander, "still here");
+  EXPECT_EQ(r->far_ended, "");
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ asio::awaitable<tls_session> open_session(link_pair* pair, SSL_CTX* client_ctx, 
                                           session_options options) {
   using namespace asio::experimental::awaitable_operators;
   tls_session s;
-  auto open = pair->open();
+  auto open = pair->open(options.sealed);
   s.ends = co_await std::move(open);
   s.client = std::make_unique<e2ee::secure_stream>(client_ctx, s.ends.near, e2ee::tls_role::client);
   s.server = std::make_unique<e2ee::secure_stream>(server_ctx, s.ends.far, e2ee::tls_role::server);

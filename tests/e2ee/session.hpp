@@ -25,6 +25,7 @@ struct session_options {
   std::string pin;                       // empty: the test agent's
   e2ee::session_cache* cache = nullptr;  // with cache_key, prepares the client SSL
   std::string cache_key;
+  bool sealed = false;  // the stream's frames go outside the link's TLS, if the pair has them
 };
 
 struct tls_session {

@@ -210,7 +210,7 @@ void capture::sync(clock::time_point until) {
   }
 }
 
-std::string raw_bytes(const fs::path& pcap, const std::vector<std::uint16_t>& ports) {
+std::vector<std::string> raw_runs(const fs::path& pcap, const std::vector<std::uint16_t>& ports) {
   std::vector<std::string> args{"-n",         "-r", pcap.string(), "-T", "fields",     "-e",
                                 "tcp.stream", "-e", "tcp.srcport", "-e", "tcp.payload"};
   if (!ports.empty()) args.insert(args.end(), {"-Y", "tcp.port in {" + join(ports, ", ") + "}"});
@@ -228,8 +228,12 @@ std::string raw_bytes(const fs::path& pcap, const std::vector<std::uint16_t>& po
     if (!append_hex(std::string_view(line).substr(tab + 1), runs[it->second]))
       fail("unexpected tshark output: " + line.substr(0, 80), nullptr);
   }
+  return runs;
+}
+
+std::string raw_bytes(const fs::path& pcap, const std::vector<std::uint16_t>& ports) {
   std::string bytes;
-  for (const auto& r : runs) bytes += r;
+  for (const auto& r : raw_runs(pcap, ports)) bytes += r;
   return bytes;
 }
 

@@ -48,6 +48,9 @@ class capture {
 // not empty.
 std::string raw_bytes(const std::filesystem::path& pcap,
                       const std::vector<std::uint16_t>& ports = {});
+// The same, one string per direction of each stream, in order of first appearance.
+std::vector<std::string> raw_runs(const std::filesystem::path& pcap,
+                                  const std::vector<std::uint16_t>& ports = {});
 
 // The decrypted TLS application data of every TCP stream to or from `tls_ports`, each direction of
 // each stream as one run, using the secrets in the NSS key log `keylog`. Empty when nothing could

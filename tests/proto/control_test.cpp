@@ -116,6 +116,26 @@ TEST(Control, LinkEncryptionIsOptionalInHelloAndWelcome) {
   EXPECT_FALSE(decode_control(R"({"type":"welcome","version":1,"link_encryption":7})").message);
 }
 
+TEST(Control, SealedFramesAreOfferedGrantedAndMarkedOnlyWhenTrue) {
+  hello h{{1}, "agent", "brw_x", "s1", 0, "burrow/test"};
+  EXPECT_FALSE(round_trip(h).sealed_frames);
+  EXPECT_EQ(encode_control(h).find("sealed_frames"), std::string::npos);
+  h.sealed_frames = true;
+  EXPECT_TRUE(round_trip(h).sealed_frames);
+  welcome w{1, 65536, 262144, 65536, 5000, 5000};
+  EXPECT_FALSE(round_trip(w).sealed_frames);
+  w.sealed_frames = true;
+  EXPECT_TRUE(round_trip(w).sealed_frames);
+  EXPECT_FALSE(decode_control(R"({"type":"welcome","version":1,"sealed_frames":"yes"})").message);
+  open_metadata m{"web", "203.0.113.7", 1, "198.51.100.1", 443};
+  EXPECT_EQ(encode_open(m).find("sealed"), std::string::npos);
+  m.sealed = true;
+  auto open = decode_open(encode_open(m));
+  ASSERT_TRUE(open);
+  EXPECT_TRUE(open->sealed);
+  EXPECT_FALSE(decode_open(R"({"service":"web","sealed":1})"));
+}
+
 TEST(Control, RejectsMalformedInput) {
   EXPECT_FALSE(decode_control("").message);
   EXPECT_FALSE(decode_control("[]").message);
