@@ -30,9 +30,8 @@ constexpr std::size_t max_plaintext_record = 16 * 1024;
 // Encrypting this much (three records) before a flush turns a large write into few link frames,
 // each within the link's default max_frame of 64 KiB, and bounds what waits in memory.
 constexpr std::size_t flush_threshold = 48 * 1024;
-// A caller's read buffer at least this big takes the stream's bytes directly; smaller ones
-// (and the handshake) use landing_.
-constexpr std::size_t min_landing = 2048;
+// What one feed takes from the stream at most: a whole record, its header and tag.
+constexpr std::size_t feed_size = max_plaintext_record + 512;
 
 bool alpn_agreed(SSL* ssl, std::string_view required) {
   if (required.empty()) return true;
@@ -74,12 +73,11 @@ secure_stream::~secure_stream() {
 // Between OpenSSL calls, on the stream's thread: only what no pending operation uses.
 void secure_stream::release_buffers() {
   SSL_free_buffers(ssl_);  // refuses while part of a record is buffered
-  if (io_.in.empty()) io_.in.release();
+  if (io_.in.empty() && !feeding_) io_.in.release();
   if (!flushing_) {
     if (io_.out.empty()) io_.out.release();
     if (sending_.empty()) sending_.release();
   }
-  if (!landing_busy_) landing_.reset();
 }
 
 // Called right after a failed OpenSSL call, before anything else can touch this thread's error
@@ -105,7 +103,7 @@ asio::awaitable<error_code> secure_stream::handshake() {
     if (failure) co_return failure;
     if (ec) co_return ec;
     if (r == 1) break;
-    auto fed = feed({});
+    auto fed = feed();
     ec = co_await std::move(fed);
     if (ec) co_return ec;
   }
@@ -134,9 +132,7 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
       co_return 0;
     }
     if (need_input) {
-      // Ciphertext lands in the caller's buffer when it is big enough: SSL_read_ex overwrites it
-      // only after feed() has copied the bytes out, and an idle reader holds no buffer of ours.
-      auto fed = feed(b.size() >= min_landing ? b : asio::mutable_buffer());
+      auto fed = feed();
       ec = co_await std::move(fed);
       if (ec) co_return 0;
     }
@@ -189,23 +185,23 @@ asio::awaitable<error_code> secure_stream::await_peer_fin() {
   co_return ec;
 }
 
-asio::awaitable<error_code> secure_stream::feed(asio::mutable_buffer landing) {
-  const bool ours = landing.size() == 0;
-  if (ours) {
-    if (!landing_) landing_ = std::make_unique_for_overwrite<std::uint8_t[]>(landing_size);
-    landing = asio::buffer(landing_.get(), landing_size);
-  }
+asio::awaitable<error_code> secure_stream::feed() {
+  // Waiting comes first and holds no buffer, so a quiet session can give io_.in back; then the
+  // stream's bytes go straight into it, one copy.
+  auto ready = stream_->wait_readable();
+  co_await std::move(ready);
   error_code ec;
-  landing_busy_ = ours;
-  auto read = stream_->read_some(landing, ec);
+  feeding_ = true;
+  auto* into = io_.in.prepare(feed_size);
+  auto read = stream_->read_some(asio::buffer(into, feed_size), ec);
   std::size_t n = co_await std::move(read);
-  landing_busy_ = false;
+  feeding_ = false;
   if (ec == asio::error::eof) ec = asio::ssl::error::stream_truncated;  // FIN, no close_notify
   if (ec) {
     if (!broken_) broken_ = ec;
     co_return ec;
   }
-  io_.in.append(landing.data(), n);
+  io_.in.commit(n);
   co_return error_code{};
 }
 

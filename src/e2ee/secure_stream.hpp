@@ -45,10 +45,8 @@ class secure_stream {
   SSL* native_handle() { return ssl_; }
   // Bytes of buffer this session holds itself, besides OpenSSL's record buffers (for tests).
   std::size_t buffer_capacity() const {
-    return io_.in.capacity() + io_.out.capacity() + sending_.capacity() +
-           (landing_ ? landing_size : 0);
+    return io_.in.capacity() + io_.out.capacity() + sending_.capacity();
   }
-  static constexpr std::size_t landing_size = 16 * 1024 + 512;  // a whole record, header, tag
   link::stream& stream() { return *stream_; }
 
   // Runs the handshake; a client's caller has set verification, SNI and session on
@@ -68,7 +66,7 @@ class secure_stream {
   void abort(proto::stream_status why);
 
  private:
-  boost::asio::awaitable<boost::system::error_code> feed(boost::asio::mutable_buffer landing);
+  boost::asio::awaitable<boost::system::error_code> feed();  // more ciphertext into io_.in
   boost::asio::awaitable<void> wait_no_flush();
   boost::asio::awaitable<void> flush(boost::system::error_code& ec);
   boost::asio::awaitable<void> drain(boost::system::error_code& ec);
@@ -80,9 +78,8 @@ class secure_stream {
   SSL* ssl_ = nullptr;
   tls::bio_buffers io_;        // ciphertext between OpenSSL and the stream
   link::byte_buffer sending_;  // swapped out of io_.out; the flusher hands it to the stream
-  std::unique_ptr<std::uint8_t[]> landing_;  // for reads without a caller buffer big enough
-  bool landing_busy_ = false;                // a stream read is filling landing_
-  std::optional<link::event> flushed_;       // made on first use, on the stream's executor
+  bool feeding_ = false;       // a stream read is filling io_.in's free space
+  std::optional<link::event> flushed_;  // made on first use, on the stream's executor
   bool flushing_ = false;
   std::string_view required_alpn_;
   bool handshake_done_ = false;

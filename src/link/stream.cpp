@@ -185,6 +185,43 @@ asio::awaitable<std::size_t> stream::write_some(asio::const_buffer buffer,
   }
 }
 
+asio::awaitable<void> stream::wait_readable() {
+  while (!reset_ && inbound_.empty() && !inbound_fin_) co_await inbound_event_.wait();
+}
+
+asio::awaitable<void> stream::pass_to(stream& to, boost::system::error_code& ec) {
+  ec = {};
+  for (;;) {
+    if (reset_ || to.reset_ || to.outbound_fin_) {
+      ec = asio::error::connection_reset;
+      co_return;
+    }
+    if (inbound_.empty()) {
+      if (inbound_fin_) {
+        ec = asio::error::eof;
+        co_return;
+      }
+      chunk_idle_ = true;  // on_data may hand bytes to `to` itself meanwhile
+      co_await inbound_event_.wait();
+      chunk_idle_ = false;
+      continue;
+    }
+    if (!to.send_ready()) {
+      co_await to.wait_send_ready();
+      continue;
+    }
+    std::size_t n = std::min<std::size_t>(
+        {inbound_.size(), to.send_.available(), std::size_t{to.link_->limits().max_frame}});
+    to.send_now({inbound_.data(), n});
+    inbound_.consume(n);
+    // Both caps apply, as they would through a read here and a write there.
+    if (throttled()) co_await throttle(n);
+    if (to.throttled()) co_await to.throttle(n);
+    consumed(n);
+    touch();
+  }
+}
+
 asio::awaitable<void> stream::read_chunk(std::vector<std::uint8_t>& out, std::size_t max,
                                          boost::system::error_code& ec) {
   out.clear();

@@ -60,6 +60,12 @@ class stream : public std::enable_shared_from_this<stream> {
                                                 boost::system::error_code& ec);
   boost::asio::awaitable<std::size_t> write_some(boost::asio::const_buffer buffer,
                                                  boost::system::error_code& ec);
+  // Returns once a read would not wait: bytes queued, the peer's half-close, or a reset.
+  boost::asio::awaitable<void> wait_readable();
+  // Passes what the peer sends on this stream on to `to`, which shares this stream's executor,
+  // within `to`'s credit and straight from the queue into its link: the relay's bridge. Ends with
+  // eof after the peer's half-close, connection_reset when either stream is reset.
+  boost::asio::awaitable<void> pass_to(stream& to, boost::system::error_code& ec);
   // Waits for at most `max` bytes and takes all that are queued, up to `max`, into `out`
   // (replacing its contents): no buffer is held while the stream is idle.
   boost::asio::awaitable<void> read_chunk(std::vector<std::uint8_t>& out, std::size_t max,
