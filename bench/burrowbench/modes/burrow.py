@@ -202,8 +202,9 @@ class BurrowE2eeMode(BurrowMode):
 
     name = "burrow-e2ee"
     description = ("burrow relay + `burrow tcp` agent + `burrow connect --listen`, TLS 1.3 "
-                   "between connect and the agent inside the relay's TLS 1.3 links; connect "
-                   "pinned to the tunnel CPU too")
+                   "between connect and the agent, its records carried as sealed frames next "
+                   "to the TLS 1.3 links' own records (the default); connect pinned to the "
+                   "tunnel CPU too")
     resume = True
     targets: dict = {}
     abs_checks: dict = {}

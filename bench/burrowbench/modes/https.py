@@ -27,7 +27,8 @@ class BurrowHttpsBlindMode(BurrowMode):
     description = ("burrow relay + `burrow http --mode blind` agent: wrk speaks HTTPS to the "
                    f"relay's HTTPS listener with SNI {SHARE_NAME}.{SHARE_DOMAIN}, TLS 1.3 ends at "
                    "the agent (certificate from the relay's CA) and the agent speaks HTTP/1.1 "
-                   "to nginx; HTTP only")
+                   "to nginx; the visitor's TLS crosses the link as sealed frames, not "
+                   "encrypted again; HTTP only")
     share_mode = "blind"
     http_only = True
     tls = True
@@ -59,8 +60,8 @@ class BurrowHttpsPassthroughMode(BurrowHttpsBlindMode):
     name = "burrow-https-passthrough"
     description = ("burrow relay + `burrow http --mode passthrough` agent: wrk speaks HTTPS "
                    "to the relay's HTTPS listener, which routes by SNI; the agent passes the "
-                   "TLS bytes on to nginx's TLS server (TLS ends at nginx, on the load CPU); "
-                   "HTTP only")
+                   "TLS bytes on to nginx's TLS server (TLS ends at nginx, on the load CPU), "
+                   "as sealed frames on the link; HTTP only")
     share_mode = "passthrough"
     tls_target = True
     targets_vs: dict = {}
