@@ -4,15 +4,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "core/ascii.hpp"
+
 namespace burrow {
 namespace {
 
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool is_alnum(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
+using ascii::is_alnum;
+using ascii::is_digit;
 
 std::optional<std::uint16_t> parse_port(std::string_view s) {
   if (s.empty() || s.size() > 5) return std::nullopt;

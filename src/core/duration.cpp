@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdint>
 
+#include "core/ascii.hpp"
+
 namespace burrow {
 namespace {
 
@@ -21,9 +23,7 @@ constexpr std::array<unit, 5> units{{
 }};
 constexpr std::uint64_t max_ms = 36'525ull * 86'400'000ull;  // 100 years
 
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
+using ascii::is_digit;
 
 // Reads digits from the front of `text`; nullopt when there are none or the value exceeds max_ms.
 std::optional<std::uint64_t> take_number(std::string_view& text) {

@@ -7,6 +7,8 @@
 #include <bitset>
 #include <cassert>
 
+#include "core/ascii.hpp"
+
 namespace burrow::proto {
 namespace {
 
@@ -247,9 +249,7 @@ std::optional<failure> parse_body(body_reader& rd, client_hello_result& out) {
   return parse_extensions(rd, out);
 }
 
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
+using ascii::is_digit;
 bool is_hex(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f');
 }
