@@ -1,7 +1,7 @@
 // TOML configuration files through toml++, flattened into settings layers.
 #include "core/config_file.hpp"
 
-#include <toml++/toml.h>
+#include "core/toml.hpp"
 
 #include <algorithm>
 #include <fstream>

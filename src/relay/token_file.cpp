@@ -1,7 +1,7 @@
 // tokens.toml through toml++: every field checked, bounded and reported with its place.
 #include "relay/token_file.hpp"
 
-#include <toml++/toml.h>
+#include "core/toml.hpp"
 
 #include <algorithm>
 #include <ctime>

@@ -83,6 +83,9 @@ TEST(ConfigFile, UnknownKeysAndSyntaxErrorsNameTheLine) {
   EXPECT_THROW(parse_config_file("relay = = 1", "f.toml", {"relay"}, {}), config_error);
   EXPECT_THROW(parse_config_file("[[service]]\nbogus = 1\n", "f.toml", {}, {"name"}), config_error);
   EXPECT_THROW(parse_config_file("relay = { a = 1 }", "f.toml", {"relay"}, {}), config_error);
+  // toml++ 3.3.0 asserts on a table header without a key; it must be an error in every build.
+  EXPECT_THROW(parse_config_file("[\n", "f.toml", {}, {}), config_error);
+  EXPECT_THROW(parse_config_file("[\x1f]\n", "f.toml", {}, {}), config_error);
   EXPECT_THROW(parse_config_file(std::string(max_config_file_size + 1, '#'), "f.toml", {}, {}),
                config_error);
 }

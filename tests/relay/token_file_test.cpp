@@ -71,6 +71,7 @@ TEST(token_file, EmptyFileHoldsNoTokens) {
 TEST(token_file, BadInputIsReportedWithFileAndEntry) {
   auto entry = [](std::string body) { return "[[token]]\nsha256 = \"" + sha_a + "\"\n" + body; };
   EXPECT_NE(error_of("[[token]\n").find("tokens.toml:1"), std::string::npos);
+  EXPECT_NE(error_of("[\n").find("tokens.toml:1"), std::string::npos);  // toml++ used to assert
   EXPECT_NE(error_of("[[token]]\nlabel = \"x\"\n").find("has no sha256"), std::string::npos);
   EXPECT_NE(error_of("[[token]]\nsha256 = \"abc\"\n").find("64 lowercase hex"), std::string::npos);
   auto names = error_of(entry("names = [\"Bad Name\"]\n"));
