@@ -10,7 +10,7 @@ case "$kind" in
   # -O1 keeps ThreadSanitizer's slowdown of the relay tests (and their deadlines) bearable.
   tsan) cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
           -DBURROW_TSAN=ON -DBURROW_WERROR=ON >/dev/null ;;
-  # Debug: burrow_lib at -O0 builds in a third of the time; fuzz/CMakeLists.txt optimises the parsers.
+  # Debug: burrow_lib at -O0 builds in half the time; fuzz/CMakeLists.txt optimises the parsers.
   fuzz) CXX=clang++-14 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBURROW_FUZZ=ON \
           -DBURROW_SANITIZE=ON -DBURROW_TESTS=OFF >/dev/null ;;
   *) echo "usage: scripts/build.sh release|asan|tsan|fuzz [targets]" >&2; exit 2 ;;
