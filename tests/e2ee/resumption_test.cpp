@@ -13,11 +13,6 @@ namespace {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-struct contexts {
-  asio::ssl::context client = make_client_context();
-  asio::ssl::context server = make_server_context(test::test_agent().pair);
-};
-
 struct connection_result {
   error_code client_ec, server_ec;
   bool client_reused = false, server_reused = false;
@@ -28,7 +23,7 @@ struct connection_result {
 
 // One connection: handshake, a request and a reply (reading the reply also takes in the ticket),
 // and a clean close both ways.
-asio::awaitable<connection_result> connection(test::link_pair* pair, contexts* ctx,
+asio::awaitable<connection_result> connection(test::link_pair* pair, test::agent_contexts* ctx,
                                               session_cache* cache, std::string key,
                                               std::string pin) {
   connection_result r;
@@ -63,8 +58,9 @@ struct two_connections {
   connection_result first, second;
 };
 
-asio::awaitable<two_connections> twice(test::link_pair* pair, contexts* ctx, session_cache* cache,
-                                       std::string second_key, std::string second_pin) {
+asio::awaitable<two_connections> twice(test::link_pair* pair, test::agent_contexts* ctx,
+                                       session_cache* cache, std::string second_key,
+                                       std::string second_pin) {
   two_connections r;
   const auto& pin = test::test_agent().pin;
   auto first = connection(pair, ctx, cache, "svc|" + pin, pin);
@@ -77,7 +73,7 @@ asio::awaitable<two_connections> twice(test::link_pair* pair, contexts* ctx, ses
 two_connections run_twice(session_cache* cache, std::string second_key, std::string second_pin) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   auto r = test::run_with_links(
       ioc, pair, twice(&pair, &ctx, cache, std::move(second_key), std::move(second_pin)));
   EXPECT_TRUE(r);

@@ -20,12 +20,7 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
-struct contexts {
-  asio::ssl::context client = make_client_context();
-  asio::ssl::context server = make_server_context(test::test_agent().pair);
-};
-
-asio::awaitable<test::tls_session> session(test::link_pair* pair, contexts* ctx) {
+asio::awaitable<test::tls_session> session(test::link_pair* pair, test::agent_contexts* ctx) {
   auto open =
       test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), {});
   co_return co_await std::move(open);
@@ -38,7 +33,7 @@ struct half_close_result {
   bool near_reset = true, far_reset = true;
 };
 
-asio::awaitable<half_close_result> half_close(test::link_pair* pair, contexts* ctx) {
+asio::awaitable<half_close_result> half_close(test::link_pair* pair, test::agent_contexts* ctx) {
   half_close_result r;
   auto opened = session(pair, ctx);
   auto s = co_await std::move(opened);
@@ -65,7 +60,7 @@ asio::awaitable<half_close_result> half_close(test::link_pair* pair, contexts* c
 TEST(SecureStream, HalfCloseLetsTheServerAnswerAfterEof) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   auto r = test::run_with_links(ioc, pair, half_close(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();
@@ -85,7 +80,7 @@ struct truncation_result {
   error_code read_ec;
 };
 
-asio::awaitable<truncation_result> truncated(test::link_pair* pair, contexts* ctx) {
+asio::awaitable<truncation_result> truncated(test::link_pair* pair, test::agent_contexts* ctx) {
   truncation_result r;
   auto opened = session(pair, ctx);
   auto s = co_await std::move(opened);
@@ -101,7 +96,7 @@ asio::awaitable<truncation_result> truncated(test::link_pair* pair, contexts* ct
 TEST(SecureStream, FinWithoutCloseNotifyIsTruncationNotEof) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   auto r = test::run_with_links(ioc, pair, truncated(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->received, "partial");
@@ -112,7 +107,7 @@ struct reset_result {
   error_code read_ec, write_ec, later_read_ec;
 };
 
-asio::awaitable<reset_result> peer_reset(test::link_pair* pair, contexts* ctx) {
+asio::awaitable<reset_result> peer_reset(test::link_pair* pair, test::agent_contexts* ctx) {
   reset_result r;
   auto opened = session(pair, ctx);
   auto s = co_await std::move(opened);
@@ -130,7 +125,7 @@ asio::awaitable<reset_result> peer_reset(test::link_pair* pair, contexts* ctx) {
 TEST(SecureStream, PeerResetEndsReadsAndWrites) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   auto r = test::run_with_links(ioc, pair, peer_reset(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->read_ec, asio::error::connection_reset) << r->read_ec.message();
@@ -154,7 +149,7 @@ asio::awaitable<void> abort_soon(secure_stream* s) {
   s->abort(proto::stream_status::cancelled);
 }
 
-asio::awaitable<error_code> local_abort(test::link_pair* pair, contexts* ctx) {
+asio::awaitable<error_code> local_abort(test::link_pair* pair, test::agent_contexts* ctx) {
   using namespace asio::experimental::awaitable_operators;
   auto opened = session(pair, ctx);
   auto s = co_await std::move(opened);
@@ -167,7 +162,7 @@ asio::awaitable<error_code> local_abort(test::link_pair* pair, contexts* ctx) {
 TEST(SecureStream, LocalAbortEndsAPendingRead) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   auto r = test::run_with_links(ioc, pair, local_abort(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_EQ(*r, asio::error::connection_reset) << r->message();
@@ -180,7 +175,7 @@ struct key_update_result {
 
 // The peer asks for a key update; OpenSSL answers with our next write, ahead of the records under
 // the new keys, so both directions go on.
-asio::awaitable<key_update_result> key_update(test::link_pair* pair, contexts* ctx) {
+asio::awaitable<key_update_result> key_update(test::link_pair* pair, test::agent_contexts* ctx) {
   key_update_result r;
   auto opened = session(pair, ctx);
   auto s = co_await std::move(opened);
@@ -202,7 +197,7 @@ asio::awaitable<key_update_result> key_update(test::link_pair* pair, contexts* c
 TEST(SecureStream, PeerRequestedKeyUpdateKeepsBothDirectionsWorking) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   auto r = test::run_with_links(ioc, pair, key_update(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->first, "after update");
@@ -216,7 +211,7 @@ struct bad_record_result {
 };
 
 // A forged record fails the client's read; the alert it owes the peer goes out from the reader.
-asio::awaitable<bad_record_result> bad_record(test::link_pair* pair, contexts* ctx) {
+asio::awaitable<bad_record_result> bad_record(test::link_pair* pair, test::agent_contexts* ctx) {
   bad_record_result r;
   auto opened = session(pair, ctx);
   auto s = co_await std::move(opened);
@@ -237,7 +232,7 @@ asio::awaitable<bad_record_result> bad_record(test::link_pair* pair, contexts* c
 TEST(SecureStream, ForgedRecordFailsTheReadAndAlertsThePeer) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   auto r = test::run_with_links(ioc, pair, bad_record(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->client_ec.category(), asio::error::get_ssl_category()) << r->client_ec.message();
@@ -266,7 +261,7 @@ asio::awaitable<std::string> read_all(secure_stream* s, error_code* ec) {
   co_return co_await std::move(read);
 }
 
-asio::awaitable<large_write_result> large_write(test::link_pair* pair, contexts* ctx,
+asio::awaitable<large_write_result> large_write(test::link_pair* pair, test::agent_contexts* ctx,
                                                 const std::string* payload) {
   using namespace asio::experimental::awaitable_operators;
   large_write_result r;
@@ -285,7 +280,7 @@ asio::awaitable<large_write_result> large_write(test::link_pair* pair, contexts*
 TEST(SecureStream, LargeWriteIsCoalescedIntoFewFrames) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   const std::string payload = test::deterministic_bytes(1 << 20, 5);
   auto r = test::run_with_links(ioc, pair, large_write(&pair, &ctx, &payload));
   ASSERT_TRUE(r);
@@ -310,7 +305,7 @@ asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
 
 // Buffers stay while requests flow and go back once the stream has been quiet for a while; the
 // session then works as before.
-asio::awaitable<quiet_result> quiet(test::link_pair* pair, contexts* ctx) {
+asio::awaitable<quiet_result> quiet(test::link_pair* pair, test::agent_contexts* ctx) {
   quiet_result r;
   auto opened = session(pair, ctx);
   auto s = co_await std::move(opened);
@@ -348,7 +343,7 @@ asio::awaitable<quiet_result> quiet(test::link_pair* pair, contexts* ctx) {
 TEST(SecureStream, AQuietSessionGivesItsBuffersBackAndABusyOneKeepsThem) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   auto r = test::run_with_links(ioc, pair, quiet(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_GT(r->busy_client, 0u);
@@ -370,7 +365,7 @@ struct forged_result {
 
 // An attacker on the path writes a sealed frame into an end-to-end session's stream: the
 // session's own TLS refuses it, and only that session ends.
-asio::awaitable<forged_result> forged(test::link_pair* pair, contexts* ctx) {
+asio::awaitable<forged_result> forged(test::link_pair* pair, test::agent_contexts* ctx) {
   forged_result r;
   test::session_options options;
   options.sealed = true;
@@ -412,7 +407,7 @@ asio::awaitable<forged_result> forged(test::link_pair* pair, contexts* ctx) {
 TEST(SecureStream, AForgedSealedFrameFailsOnlyItsSessionAndTheLinkLivesOn) {
   asio::io_context ioc;
   test::link_pair pair(ioc, {}, link::link_encryption::tls);
-  contexts ctx;
+  test::agent_contexts ctx;
   auto r = test::run_with_links(ioc, pair, forged(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();

@@ -21,6 +21,12 @@ struct agent_identity {
 };
 const agent_identity& test_agent();  // made once per test binary
 
+// Both ends' TLS contexts for end-to-end sessions, the server's with the test agent's key.
+struct agent_contexts {
+  boost::asio::ssl::context client = e2ee::make_client_context();
+  boost::asio::ssl::context server = e2ee::make_server_context(test_agent().pair);
+};
+
 struct session_options {
   std::string pin;                       // empty: the test agent's
   e2ee::session_cache* cache = nullptr;  // with cache_key, prepares the client SSL

@@ -20,11 +20,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using boost::system::error_code;
 
-struct contexts {
-  asio::ssl::context client = make_client_context();
-  asio::ssl::context server = make_server_context(test::test_agent().pair);
-};
-
 const tcp::endpoint loopback{asio::ip::make_address("127.0.0.1"), 0};
 
 // The visitor: sends everything, half-closes, and reads until the far side closes.
@@ -100,7 +95,7 @@ struct splice_result {
   std::size_t near_streams = 1, far_streams = 1;
 };
 
-asio::awaitable<splice_result> through_splices(test::link_pair* pair, contexts* ctx,
+asio::awaitable<splice_result> through_splices(test::link_pair* pair, test::agent_contexts* ctx,
                                                std::uint16_t service_port,
                                                const std::string* payload) {
   using namespace asio::experimental::awaitable_operators;
@@ -127,7 +122,7 @@ TEST(E2eeSplice, EightMebibytesEachWayThenCleanHalfClose) {
   test::tcp_server echo(test::server_mode::echo);
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   const std::string payload = test::deterministic_bytes(8u << 20, 42);
   auto r = test::run_with_links(ioc, pair, through_splices(&pair, &ctx, echo.port(), &payload),
                                 std::chrono::seconds(60));
@@ -154,7 +149,7 @@ asio::awaitable<void> rude_service(tcp::acceptor* acceptor) {
   socket.close();
 }
 
-asio::awaitable<splice_result> service_resets(test::link_pair* pair, contexts* ctx,
+asio::awaitable<splice_result> service_resets(test::link_pair* pair, test::agent_contexts* ctx,
                                               const std::string* payload) {
   using namespace asio::experimental::awaitable_operators;
   splice_result r;
@@ -180,7 +175,7 @@ asio::awaitable<splice_result> service_resets(test::link_pair* pair, contexts* c
 TEST(E2eeSplice, ServiceResetResetsTheStreamAndTheVisitor) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  contexts ctx;
+  test::agent_contexts ctx;
   const std::string payload = test::deterministic_bytes(1u << 20, 7);
   auto r = test::run_with_links(ioc, pair, service_resets(&pair, &ctx, &payload));
   ASSERT_TRUE(r);
