@@ -7,11 +7,12 @@
 #
 #   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k] [--seconds N]
 #                    [--tool perf|strace|callgrind] [--mode tunnel|e2e] [--warmup N]
-#                    [--keep DIR]
+#                    [--keep DIR] [--connections N]
 #
 # --mode e2e: the agent serves end to end and `burrow connect --listen` (also on CPU 0) is the
 # load's entry, so three processes are sampled.
-# bulk: one iperf3 stream; bulk8: eight; http1k: wrk -t2 -c50 over 1 KiB. Everything on
+# bulk: one iperf3 stream; bulk8: eight; http1k: wrk over 1 KiB, --connections of them (50;
+# with 1, wrk -t1: one request at a time, the latency path). Everything on
 # 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk
 # (scripts/setup.sh).
 #
@@ -26,6 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf mode=tunnel warmup=20 keep=""
+connections=50
 while [ $# -gt 0 ]; do
   case "$1" in
     --burrow) burrow=$2; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --mode) mode=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
+    --connections) connections=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -131,7 +134,8 @@ if [ "$load" != http1k ]; then
   work=$(grep -oP '\S+(?= MBytes .* receiver)' "$tmp/load.txt" | tail -1) unit=MB
 else
   duration=$seconds; [ "$tool" = callgrind ] && duration=$((warmup + seconds + 2))
-  taskset -c 1 wrk -t2 -c50 -d"${duration}s" "http://127.0.0.1:$public/1k.bin" |
+  threads=2; [ "$connections" -gt 1 ] || threads=1
+  taskset -c 1 wrk -t"$threads" -c"$connections" -d"${duration}s" "http://127.0.0.1:$public/1k.bin" |
     grep -E 'requests in|Requests/sec|Transfer/sec' | tee "$tmp/load.txt"
   work=$(grep -oP '^\s*\K\d+(?= requests in)' "$tmp/load.txt") unit=request
 fi
