@@ -126,7 +126,8 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
         f"- date: {meta['date']}",
         f"- nproc: {meta['nproc']} (cpu_count {meta['cpu_count']})",
         f"- CPU: {meta['cpu_model']}",
-        f"- kernel: {meta['kernel']}",
+        f"- kernel: {meta['kernel']}; one system call (getppid) {meta.get('syscall_ns', '?')} ns; "
+        f"meltdown: {meta.get('meltdown', '?')}",
         f"- burrow: {meta['versions'].get('burrow') or 'n/a'}; git {meta['git'] or 'n/a'}",
         f"- tools: {'; '.join(f'{k}: {v}' for k, v in meta['versions'].items() if k != 'burrow')}",
         f"- rounds: {a.rounds}, wrk -d {a.duration}s, iperf3 -t {a.iperf_time}; "
