@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "link/stream.hpp"
+#include "link/write_now.hpp"
 
 namespace burrow::e2ee {
 
@@ -78,10 +79,14 @@ asio::awaitable<void> tls_to_socket(splice_state* st) {
       fail(st);
       co_return;
     }
-    auto write = asio::async_write(st->socket, asio::buffer(buf.get(), n),
-                                   asio::as_tuple(asio::use_awaitable));
-    auto [wec, written] = co_await std::move(write);
-    if (wec) {
+    auto all = asio::buffer(buf.get(), n);
+    std::size_t sent = link::write_now(st->socket, all, ec);
+    if (!ec && sent < all.size()) {
+      auto write = asio::async_write(st->socket, all + sent, asio::as_tuple(asio::use_awaitable));
+      auto [wec, written] = co_await std::move(write);
+      ec = wec;
+    }
+    if (ec) {
       fail(st);
       co_return;
     }
@@ -95,6 +100,8 @@ asio::awaitable<void> splice(tcp::socket& socket, secure_stream& tls) {
   splice_state st{socket, tls};
   error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
+  socket.non_blocking(true, ec);  // write_now must never wait
+  if (ec) fail(&st);
   auto up = socket_to_tls(&st);
   auto down = tls_to_socket(&st);
   std::exception_ptr escaped;  // cancelled from outside, say: still tidy up, then pass it on

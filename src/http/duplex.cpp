@@ -8,6 +8,7 @@
 
 #include "e2ee/secure_stream.hpp"
 #include "link/stream.hpp"
+#include "link/write_now.hpp"
 
 namespace burrow::http {
 
@@ -18,14 +19,21 @@ namespace {
 
 class tcp_duplex final : public duplex {
  public:
-  explicit tcp_duplex(asio::ip::tcp::socket& s) : socket_(s) {}
+  explicit tcp_duplex(asio::ip::tcp::socket& s) : socket_(s) {
+    error_code ec;
+    s.non_blocking(true, ec);
+    write_now_ = !ec;  // write_now must never wait
+  }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
     auto [e, n] = co_await socket_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
     ec = e;
     co_return n;
   }
   asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
-    auto [e, n] = co_await asio::async_write(socket_, b, asio::as_tuple(asio::use_awaitable));
+    std::size_t sent = write_now_ ? link::write_now(socket_, b, ec) : 0;
+    if (ec || sent == b.size()) co_return;
+    auto [e, n] =
+        co_await asio::async_write(socket_, b + sent, asio::as_tuple(asio::use_awaitable));
     ec = e;
   }
   asio::awaitable<void> shutdown_send(error_code& ec) override {
@@ -40,6 +48,7 @@ class tcp_duplex final : public duplex {
 
  private:
   asio::ip::tcp::socket& socket_;
+  bool write_now_ = false;
 };
 
 class ssl_duplex final : public duplex {

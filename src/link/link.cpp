@@ -11,6 +11,7 @@
 
 #include "link/link_tls.hpp"
 #include "link/stream.hpp"
+#include "link/write_now.hpp"
 #include "proto/wire_unit.hpp"
 
 namespace burrow::link {
@@ -62,6 +63,14 @@ asio::awaitable<std::string> link::run(handlers h) {
     } catch (const std::exception& e) {
       ready = false;
       close_reason_ = std::string("cannot take over the TLS session: ") + e.what();
+    }
+  }
+  if (ready) {
+    boost::system::error_code nb;
+    socket_.next_layer().non_blocking(true, nb);  // write_now must never wait
+    if (nb) {
+      ready = false;
+      close_reason_ = "cannot make the link's socket non-blocking: " + nb.message();
     }
   }
   if (ready) co_await (reader() || writer() || keeper());
@@ -195,20 +204,30 @@ asio::awaitable<void> link::writer() {
       for (std::size_t pos = 0, run = 0; pos < writing_.size();) {
         std::size_t covered = prepare_write(pos, run, ec);
         if (ec) break;
-        auto [wec, wn] =
-            co_await asio::async_write(tcp, gather_, asio::as_tuple(asio::use_awaitable));
+        std::size_t total = asio::buffer_size(gather_);
+        std::size_t sent = write_now(tcp, gather_, ec);
+        if (!ec && sent < total) {
+          drop_front(gather_, sent);
+          auto [wec, wn] =
+              co_await asio::async_write(tcp, gather_, asio::as_tuple(asio::use_awaitable));
+          ec = wec;
+        }
         records_.clear();
-        ec = wec;
         if (ec) break;
         counters_.bytes_out += covered;
         unsent_ -= covered;
         pos += covered;
       }
     } else {
-      auto [wec, wn] = co_await asio::async_write(
-          tcp, asio::buffer(writing_.data(), writing_.size()), asio::as_tuple(asio::use_awaitable));
-      ec = wec;
-      counters_.bytes_out += wn;
+      auto all = asio::buffer(writing_.data(), writing_.size());
+      std::size_t sent = write_now(tcp, all, ec);
+      if (!ec && sent < all.size()) {
+        auto [wec, wn] =
+            co_await asio::async_write(tcp, all + sent, asio::as_tuple(asio::use_awaitable));
+        ec = wec;
+        sent += wn;
+      }
+      counters_.bytes_out += sent;
     }
     const bool small_batch = writing_.size() < min_read_size;
     writing_.clear();

@@ -12,6 +12,7 @@
 #include <boost/asio/write.hpp>
 
 #include "link/link.hpp"
+#include "link/write_now.hpp"
 
 namespace burrow::link {
 
@@ -36,7 +37,8 @@ asio::any_io_executor stream::executor() const {
 asio::awaitable<void> stream::pump(tcp::socket& socket) {
   using namespace asio::experimental::awaitable_operators;
   boost::system::error_code ec;
-  socket.non_blocking(true, ec);
+  socket.non_blocking(true, ec);  // upstream's reads and write_now must never wait
+  if (ec) reset(proto::stream_status::cancelled);
   socket.set_option(tcp::no_delay(true), ec);
   socket_ = &socket;
   if (!reset_) co_await (upstream() && downstream());
@@ -108,9 +110,15 @@ asio::awaitable<void> stream::downstream() {
   while (!reset_) {
     if (!inbound_.empty()) {
       std::swap(inbound_, writing);  // on_data may append to inbound_ while this write runs
-      auto [ec, n] =
-          co_await asio::async_write(*socket_, asio::buffer(writing.data(), writing.size()),
-                                     asio::as_tuple(asio::use_awaitable));
+      auto all = asio::buffer(writing.data(), writing.size());
+      boost::system::error_code ec;
+      std::size_t n = write_now(*socket_, all, ec);  // pump() made the socket non-blocking
+      if (!ec && n < all.size()) {
+        auto [wec, wn] =
+            co_await asio::async_write(*socket_, all + n, asio::as_tuple(asio::use_awaitable));
+        ec = wec;
+        n += wn;
+      }
       if (reset_) break;
       if (ec) {
         reset(proto::stream_status::cancelled);
