@@ -162,8 +162,8 @@ def syscall_ns(n: int = 200_000) -> float:
     """What one system call costs here: `getppid` against a builtin that makes none, best of 3.
 
     Burrow and socat differ most in system calls per request, so this decides how their ratios
-    read: on a virtual machine whose every kernel entry goes through the host, it is 10 times
-    what it is on bare metal."""
+    read, and it differs by machine: a virtual machine whose kernel entries go through the host
+    pays far more per call."""
     best = float("inf")
     call, none = os.getppid, abs
     for _ in range(3):
