@@ -190,62 +190,98 @@ asio::awaitable<void> link::writer() {
   while (hold_writes_) co_await first_read_event_.wait();
   auto& tcp = socket_.next_layer();
   for (;;) {
-    if (write_buffer_.empty()) {
+    if (write_failed_) co_return;  // an inline send failed; close_reason_ says how
+    if (!batch_active_ && write_buffer_.empty()) {
       if (going_away_ && closing_) co_return;
+      writer_idle_ = true;
       co_await write_event_.wait();
+      writer_idle_ = false;
       continue;
     }
-    std::swap(write_buffer_, writing_);
-    std::swap(sealed_runs_, writing_sealed_);
-    unsent_ = writing_.size();
     boost::system::error_code ec;
-    if (tls_) {
-      // Several records per system call, a bounded batch at a time, sealed frames among them.
-      for (std::size_t pos = 0, run = 0; pos < writing_.size();) {
-        std::size_t covered = prepare_write(pos, run, ec);
-        if (ec) break;
-        std::size_t total = asio::buffer_size(gather_);
-        std::size_t sent = write_now(tcp, gather_, ec);
-        if (!ec && sent < total) {
-          drop_front(gather_, sent);
-          auto [wec, wn] =
-              co_await asio::async_write(tcp, gather_, asio::as_tuple(asio::use_awaitable));
-          ec = wec;
-        }
-        records_.clear();
-        if (ec) break;
-        counters_.bytes_out += covered;
-        unsent_ -= covered;
-        pos += covered;
-      }
-    } else {
-      auto all = asio::buffer(writing_.data(), writing_.size());
-      std::size_t sent = write_now(tcp, all, ec);
-      if (!ec && sent < all.size()) {
-        auto [wec, wn] =
-            co_await asio::async_write(tcp, all + sent, asio::as_tuple(asio::use_awaitable));
-        ec = wec;
-        sent += wn;
-      }
-      counters_.bytes_out += sent;
-    }
-    const bool small_batch = writing_.size() < min_read_size;
-    writing_.clear();
-    writing_sealed_.clear();
-    unsent_ = 0;
-    if (small_batch) {  // after a burst, an idle link gives its buffers back
-      writing_.trim(idle_buffer_keep);
-      records_.trim(idle_buffer_keep);
+    if (send_queued(ec) && !ec) {
+      auto [wec, wn] =
+          co_await asio::async_write(tcp, gather_, asio::as_tuple(asio::use_awaitable));
+      ec = wec;
+      if (!ec) chunk_sent();
     }
     if (ec) {
       if (close_reason_.empty()) close_reason_ = "write failed: " + ec.message();
       co_return;
     }
-    if (write_blocked_ && write_buffer_.size() <= limits_.write_low_water) {
-      write_blocked_ = false;
-      writable_event_.notify();
-    }
   }
+}
+
+bool link::send_queued(boost::system::error_code& ec) {
+  if (tail_pending_) return true;  // gather_ holds the rest of a write the socket took in part
+  if (!batch_active_) {
+    if (write_buffer_.empty()) return false;
+    std::swap(write_buffer_, writing_);
+    std::swap(sealed_runs_, writing_sealed_);
+    unsent_ = writing_.size();
+    batch_pos_ = batch_run_ = 0;
+    batch_active_ = true;
+  }
+  auto& tcp = socket_.next_layer();
+  while (batch_pos_ < writing_.size()) {
+    if (tls_) {
+      // Several records per system call, a bounded batch at a time, sealed frames among them.
+      batch_covered_ = prepare_write(batch_pos_, batch_run_, ec);
+      if (ec) return false;
+    } else {
+      batch_covered_ = writing_.size() - batch_pos_;
+      gather_.assign(1, asio::buffer(writing_.data() + batch_pos_, batch_covered_));
+    }
+    const std::size_t total = asio::buffer_size(gather_);
+    const std::size_t sent = write_now(tcp, gather_, ec);
+    if (ec) return false;
+    if (sent < total) {
+      drop_front(gather_, sent);
+      tail_pending_ = true;
+      return true;
+    }
+    chunk_sent();
+  }
+  return false;
+}
+
+void link::chunk_sent() {
+  tail_pending_ = false;
+  records_.clear();
+  counters_.bytes_out += batch_covered_;
+  unsent_ -= batch_covered_;
+  batch_pos_ += batch_covered_;
+  if (batch_pos_ < writing_.size()) return;
+  batch_active_ = false;
+  const bool small_batch = writing_.size() < min_read_size;
+  writing_.clear();
+  writing_sealed_.clear();
+  unsent_ = 0;
+  if (small_batch) {  // after a burst, an idle link gives its buffers back
+    writing_.trim(idle_buffer_keep);
+    records_.trim(idle_buffer_keep);
+  }
+  if (write_blocked_ && write_buffer_.size() <= limits_.write_low_water) {
+    write_blocked_ = false;
+    writable_event_.notify();
+  }
+}
+
+bool link::send_inline() {
+  if (!writer_idle_ || batch_active_ || write_failed_ || closing_ || closed_ || streams_.size() > 1)
+    return false;
+  boost::system::error_code ec;
+  if (send_queued(ec) || ec) {
+    // The rest, or the failure, is the writer's: it sends what is left, or ends the link. Until
+    // it runs, nothing else may send.
+    writer_idle_ = false;
+    if (ec) {
+      write_failed_ = true;
+      if (close_reason_.empty()) close_reason_ = "write failed: " + ec.message();
+    }
+    write_event_.notify();
+  }
+  return true;
 }
 
 std::size_t link::prepare_write(std::size_t pos, std::size_t& run, boost::system::error_code& ec) {
@@ -541,7 +577,8 @@ std::size_t link::send_data_from(std::uint32_t id, asio::ip::tcp::socket& socket
   std::size_t n = socket.read_some(asio::buffer(p + head, max), ec);
   if (ec || n == 0) return 0;
   write_head(p, {static_cast<std::uint32_t>(n), frame_type::data, 0, id}, sealed);
-  commit_frame(n, sealed);
+  commit_frame(n, sealed, false);
+  if (!send_inline()) write_event_.notify();
   return n;
 }
 
@@ -593,7 +630,7 @@ void link::write_head(std::uint8_t* p, const proto::frame_header& h, bool sealed
         h, std::span<std::uint8_t, proto::frame_header_size>(p, proto::frame_header_size));
 }
 
-void link::commit_frame(std::size_t payload, bool sealed) {
+void link::commit_frame(std::size_t payload, bool sealed, bool wake_writer) {
   const std::size_t at = write_buffer_.size();
   const std::size_t size =
       payload + (sealed ? proto::sealed_frame_overhead : proto::frame_header_size);
@@ -606,11 +643,11 @@ void link::commit_frame(std::size_t payload, bool sealed) {
     counters_.sealed_bytes_out += payload;
   }
   ++counters_.frames_out;
-  queued();
+  queued(wake_writer);
 }
 
-void link::queued() {
-  write_event_.notify();
+void link::queued(bool wake_writer) {
+  if (wake_writer) write_event_.notify();
   // Everything not yet handed to the kernel counts, including the batch the writer is on.
   if (write_buffer_.size() + unsent_ > limits_.write_hard_limit && !closing_) {
     spdlog::warn("link {}: {} bytes queued and the peer is not reading; closing", name_,

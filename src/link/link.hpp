@@ -122,6 +122,17 @@ class link : public std::enable_shared_from_this<link> {
   // One write's worth of writing_ from `pos`: records encrypted and sealed frames as they are,
   // gathered into gather_; `run` is the next of writing_sealed_. Returns the bytes it covers.
   std::size_t prepare_write(std::size_t pos, std::size_t& run, boost::system::error_code& ec);
+  // Sends what is queued as far as the socket takes it now, without waiting: true when the
+  // socket took only part of a write, whose rest is in gather_ (an asio::async_write of it, then
+  // chunk_sent(), and the batch goes on). The writer's step, and send_inline's.
+  bool send_queued(boost::system::error_code& ec);
+  void chunk_sent();  // the kernel took the batch's current write
+  // A stream's bytes go out at once, from the code that queued them, when the writer is idle
+  // and the link carries that stream alone: no wake-up through the scheduler, which costs a
+  // zero-timeout epoll_wait of its own (docs/performance.md). With more streams, waking the
+  // writer lets frames that other streams queue meanwhile share one write. False: not sent;
+  // the caller wakes the writer.
+  bool send_inline();
   bool on_open_frame(std::uint32_t id, std::span<const std::uint8_t> payload);
   void append_frame(proto::frame_type type, std::uint8_t flags, std::uint32_t id,
                     std::span<const std::uint8_t> payload);
@@ -131,8 +142,8 @@ class link : public std::enable_shared_from_this<link> {
   // A frame's header at `p` (after the sealed marker when sealed); commit_frame() adds the frame
   // that was prepared in write_buffer_.
   static void write_head(std::uint8_t* p, const proto::frame_header& h, bool sealed);
-  void commit_frame(std::size_t payload, bool sealed);
-  void queued();
+  void commit_frame(std::size_t payload, bool sealed, bool wake_writer = true);
+  void queued(bool wake_writer);
   bool peer_may_open(std::uint32_t id) const;
   void reset_all(proto::stream_status status);
 
@@ -167,6 +178,13 @@ class link : public std::enable_shared_from_this<link> {
   };
   std::vector<piece> pieces_;
   std::vector<boost::asio::const_buffer> gather_;
+  // The batch being written: writing_ from batch_pos_ on; its current write covers
+  // batch_covered_ bytes of it (batch_run_: the next of writing_sealed_).
+  bool batch_active_ = false;
+  bool tail_pending_ = false;  // gather_ holds what the socket has not taken of the current write
+  std::size_t batch_pos_ = 0, batch_run_ = 0, batch_covered_ = 0;
+  bool writer_idle_ = false;   // the writer waits for frames: send_inline may write
+  bool write_failed_ = false;  // send_inline's write failed; the writer ends the link
   event write_event_;
   event writable_event_;
   bool write_blocked_ = false;

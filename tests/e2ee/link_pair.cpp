@@ -41,6 +41,12 @@ link_pair::~link_pair() {
   if (near_fd_ >= 0) ::close(near_fd_);
 }
 
+void link_pair::use_small_socket_buffers(int bytes) {
+  acceptor_.set_option(
+      asio::socket_base::receive_buffer_size(bytes));  // accepted sockets inherit it
+  near_send_buffer_ = bytes;
+}
+
 bool link_pair::inject(std::string_view bytes) {
   return near_fd_ >= 0 && ::send(near_fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
                               static_cast<ssize_t>(bytes.size());
@@ -75,6 +81,10 @@ asio::awaitable<void> link_pair::accept_far() {
 
 asio::awaitable<void> link_pair::dial_near() {
   tcp::socket socket(ioc_);
+  if (near_send_buffer_) {
+    socket.open(tcp::v4());
+    socket.set_option(asio::socket_base::send_buffer_size(near_send_buffer_));
+  }
   auto connect = socket.async_connect(acceptor_.local_endpoint(), asio::use_awaitable);
   co_await std::move(connect);
   auto ctx = tls::make_client_context({});

@@ -43,6 +43,10 @@ class link_pair {
   // Bytes written into the near link's TCP connection behind its back, as an attacker on the
   // path would: they reach the far link between whole writes of the near one.
   bool inject(std::string_view bytes);
+  // Before connect(): the near link's TCP connection gets a send buffer of `bytes` and the far
+  // one a receive buffer of `bytes`, so the near link's writes fill them and must be finished
+  // later, once the far link has read.
+  void use_small_socket_buffers(int bytes);
   // Why the far link ended; empty while it runs.
   const std::string& far_ended() const { return far_ended_; }
 
@@ -56,7 +60,8 @@ class link_pair {
   boost::asio::io_context& ioc_;
   link::link_limits limits_;
   link::link_encryption encryption_;
-  int near_fd_ = -1;  // a duplicate of the near link's socket, for inject()
+  int near_fd_ = -1;          // a duplicate of the near link's socket, for inject()
+  int near_send_buffer_ = 0;  // 0: the kernel's default
   std::string far_ended_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::shared_ptr<link::link> near_, far_;
