@@ -38,6 +38,7 @@
 #include "link/drain.hpp"
 #include "link/handshake.hpp"
 #include "link/redial.hpp"
+#include "link/reregister.hpp"
 #include "link/stream.hpp"
 #include "tls/contexts.hpp"
 
@@ -50,6 +51,7 @@ namespace {
 
 asio::awaitable<boost::system::error_code> tcp_connect_one(tcp::socket& s, tcp::endpoint ep) {
   auto [ec] = co_await s.async_connect(ep, asio::as_tuple(asio::use_awaitable));
+  if (!ec) link::register_afresh(s, ec);  // reads only: no wake-up for every writable edge
   co_return ec;
 }
 

@@ -1,0 +1,27 @@
+// Registering a connected socket with the reactor afresh. asio's async_connect adds EPOLLOUT to
+// the socket's epoll registration and nothing ever takes it out; every later async_wait for
+// reading re-arms the whole registration (EPOLL_CTL_MOD), so on a socket with room to write,
+// epoll then wakes once per wait for the write edge, which no operation wanted: one blocking
+// epoll_wait more per request on the agent's service side (docs/performance.md). Releasing the
+// descriptor and assigning it again registers it for reading only, as an accepted socket is.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <unistd.h>
+
+namespace burrow::link {
+
+// For a connected socket with no operation pending. On failure the socket is closed and `ec`
+// says why.
+inline void register_afresh(boost::asio::ip::tcp::socket& socket, boost::system::error_code& ec) {
+  auto endpoint = socket.local_endpoint(ec);
+  if (ec) return;
+  auto fd = socket.release(ec);
+  if (ec) return;
+  socket.assign(endpoint.protocol(), fd, ec);
+  if (ec) ::close(fd);
+}
+
+}  // namespace burrow::link
