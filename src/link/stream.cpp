@@ -60,7 +60,8 @@ asio::awaitable<void> stream::upstream() {
       reset(proto::stream_status::cancelled);
       break;
     }
-    std::size_t max = std::min<std::size_t>(send_.available(), link_->limits().max_frame);
+    std::size_t max =
+        std::min<std::size_t>({send_.available(), link_->limits().max_frame, read_size_});
     boost::system::error_code rec;
     std::size_t n = link_->send_data_from(id_, *socket_, max, rec, sealed_);
     if (rec == asio::error::would_block || rec == asio::error::try_again) continue;
@@ -75,6 +76,10 @@ asio::awaitable<void> stream::upstream() {
     }
     send_.consume(static_cast<std::uint32_t>(n));
     bytes_out_ += n;
+    if (n == max)
+      read_size_ = link_->limits().max_frame;
+    else if (n < small_read)
+      read_size_ = small_read;
     touch();
     if (throttled()) co_await throttle(n);
   }

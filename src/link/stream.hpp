@@ -143,6 +143,12 @@ class stream : public std::enable_shared_from_this<stream> {
   std::chrono::steady_clock::time_point opened_at_;
   std::chrono::steady_clock::time_point last_activity_;
   std::uint64_t bytes_in_ = 0, bytes_out_ = 0;
+  // What upstream() reads at once: a whole frame after a read that filled its buffer (bulk),
+  // and small again after a read that a small buffer would have held (requests). Room for a
+  // whole frame grows the link's write buffer past what an idle link keeps, so every request
+  // would allocate it anew and give it back (docs/performance.md).
+  static constexpr std::size_t small_read = 16 * 1024;
+  std::size_t read_size_ = small_read;
   std::function<void()> quiet_hook_;
   bool quiet_told_ = false;  // the hook ran since the last bytes moved
 };
