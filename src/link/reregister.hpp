@@ -13,8 +13,8 @@
 
 namespace burrow::link {
 
-// For a connected socket with no operation pending. On failure the socket is closed and `ec`
-// says why.
+// For a connected socket with no operation pending. On failure `ec` says why and the socket is
+// of no further use (closed, or left without its descriptor): the caller drops the connection.
 inline void register_afresh(boost::asio::ip::tcp::socket& socket, boost::system::error_code& ec) {
   auto endpoint = socket.local_endpoint(ec);
   if (ec) return;
