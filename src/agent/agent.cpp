@@ -24,6 +24,7 @@
 #include "core/address.hpp"
 #include "core/backoff.hpp"
 #include "core/deadline.hpp"
+#include "core/drained.hpp"
 #include "core/duration.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
@@ -52,6 +53,7 @@ namespace {
 asio::awaitable<boost::system::error_code> tcp_connect_one(tcp::socket& s, tcp::endpoint ep) {
   auto [ec] = co_await s.async_connect(ep, asio::as_tuple(asio::use_awaitable));
   if (!ec) link::register_afresh(s, ec);  // reads only: no wake-up for every writable edge
+  if (!ec) report_queued_bytes(s);        // no read to learn that one emptied it
   co_return ec;
 }
 

@@ -4,6 +4,8 @@
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 
+#include "core/drained.hpp"
+
 namespace burrow {
 
 namespace asio = boost::asio;
@@ -16,6 +18,9 @@ std::unique_ptr<tcp::acceptor> make_acceptor(asio::any_io_executor ex, const tcp
   if (ep.address().is_v6()) a->set_option(asio::ip::v6_only(true));
   a->bind(ep);
   a->listen(asio::socket_base::max_listen_connections);
+  // Accepted sockets report what they still hold with each read, so a read that empties one
+  // needs no second read to learn it (core/drained.hpp).
+  report_queued_bytes(*a);
   return a;
 }
 

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/deadline.hpp"
+#include "core/drained.hpp"
 #include "link/flow_window.hpp"
 #include "link/handshake.hpp"
 #include "tls/contexts.hpp"
@@ -62,6 +63,7 @@ asio::awaitable<dial_result> dial_relay(dial_options o, asio::ssl::context& ctx,
   }
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
+  report_queued_bytes(socket);  // the link's reader learns from each read that it emptied it
   tls_stream tls(std::move(socket), ctx);
   tls::verification_outcome outcome;
   tls::apply_peer_verification(tls.native_handle(), {o.relay_pin, o.relay_ca, o.host}, &outcome);

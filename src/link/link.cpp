@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/drained.hpp"
 #include "link/link_tls.hpp"
 #include "link/stream.hpp"
 #include "link/write_now.hpp"
@@ -92,10 +93,21 @@ asio::awaitable<void> link::reader() {
   std::size_t read_size = min_read_size;
   int small_reads = 0;
   auto& tcp = socket_.next_layer();
+  // The socket was left empty by the last read: wait for epoll's edge before reading again
+  // (core/drained.hpp). Else read at once, as a burst or a FIN may be waiting.
+  bool drained = true;
   while (!aborted_) {
+    if (drained) {
+      auto [ec] = co_await async_wait_readable(tcp, asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        read_failed(ec);
+        co_return;
+      }
+    }
     auto* into = tls_ ? tls_->prepare_read(read_size) : read_buffer_.prepare(read_size);
-    auto [ec, n] = co_await tcp.async_read_some(asio::buffer(into, read_size),
-                                                asio::as_tuple(asio::use_awaitable));
+    boost::system::error_code ec;
+    std::size_t n = receive_some(tcp, asio::buffer(into, read_size), drained, ec);
+    if (ec == asio::error::would_block) continue;
     if (ec) {
       read_failed(ec);
       co_return;
@@ -570,11 +582,11 @@ asio::awaitable<void> link::wait_writable() {
 }
 
 std::size_t link::send_data_from(std::uint32_t id, asio::ip::tcp::socket& socket, std::size_t max,
-                                 boost::system::error_code& ec, bool sealed) {
+                                 bool& drained, boost::system::error_code& ec, bool sealed) {
   sealed = sealed && sealed_frames();
   const std::size_t head = sealed ? proto::sealed_frame_overhead : proto::frame_header_size;
   std::uint8_t* p = write_buffer_.prepare(head + max);
-  std::size_t n = socket.read_some(asio::buffer(p + head, max), ec);
+  std::size_t n = receive_some(socket, asio::buffer(p + head, max), drained, ec);
   if (ec || n == 0) return 0;
   write_head(p, {static_cast<std::uint32_t>(n), frame_type::data, 0, id}, sealed);
   commit_frame(n, sealed, false);

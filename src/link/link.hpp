@@ -97,10 +97,12 @@ class link : public std::enable_shared_from_this<link> {
   // Used by streams.
   bool write_blocked() const { return write_blocked_; }
   boost::asio::awaitable<void> wait_writable();
-  // Reads up to `max` bytes from `socket` straight into a data frame; 0 with no error means
-  // the socket had nothing after all. `sealed`: the stream is sealed (a sealed frame, then).
+  // Reads up to `max` bytes from `socket` (non-blocking) straight into a data frame: the bytes,
+  // or eof, or would_block. `drained`: the socket is known to be empty now (core/drained.hpp).
+  // `sealed`: the stream is sealed (a sealed frame, then).
   std::size_t send_data_from(std::uint32_t id, boost::asio::ip::tcp::socket& socket,
-                             std::size_t max, boost::system::error_code& ec, bool sealed);
+                             std::size_t max, bool& drained, boost::system::error_code& ec,
+                             bool sealed);
   void send_fin(std::uint32_t id, bool sealed);
   void send_data(std::uint32_t id, std::span<const std::uint8_t> bytes, bool sealed);
   void send_window(std::uint32_t id, std::uint32_t increment, bool sealed);

@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "core/drained.hpp"
 #include "link/link.hpp"
 #include "link/write_now.hpp"
 
@@ -48,23 +49,26 @@ asio::awaitable<void> stream::pump(tcp::socket& socket) {
 }
 
 asio::awaitable<void> stream::upstream() {
+  // The last read left the socket empty: wait for epoll's edge first (core/drained.hpp).
+  bool drained = true;
   while (!reset_ && !outbound_fin_) {
     if (!send_ready()) {
       co_await wait_send_ready();
       continue;
     }
-    auto [ec] =
-        co_await socket_->async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
-    if (reset_) break;
-    if (ec) {
-      reset(proto::stream_status::cancelled);
-      break;
+    if (drained) {
+      auto [ec] = co_await async_wait_readable(*socket_, asio::as_tuple(asio::use_awaitable));
+      if (reset_) break;
+      if (ec) {
+        reset(proto::stream_status::cancelled);
+        break;
+      }
     }
     std::size_t max =
         std::min<std::size_t>({send_.available(), link_->limits().max_frame, read_size_});
     boost::system::error_code rec;
-    std::size_t n = link_->send_data_from(id_, *socket_, max, rec, sealed_);
-    if (rec == asio::error::would_block || rec == asio::error::try_again) continue;
+    std::size_t n = link_->send_data_from(id_, *socket_, max, drained, rec, sealed_);
+    if (rec == asio::error::would_block) continue;
     if (rec == asio::error::eof) {
       outbound_fin_ = true;
       link_->send_fin(id_, sealed_);

@@ -1,0 +1,296 @@
+// Drained reads (core/drained.hpp) on real loopback sockets: receive_some says a socket is empty
+// only when the kernel says so (never with a FIN still to read), a read or a wait started after
+// that waits for the next bytes and gets them, a wait completes at once when the socket was not
+// marked, and waits end when cancelled or when the socket closes.
+#include "core/drained.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace burrow {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+using namespace std::chrono_literals;
+
+struct drained_pair {
+  // `inq`: the listener asks for TCP_INQ, and the accepted `server` end inherits it.
+  explicit drained_pair(asio::io_context& io, bool inq = false) : client(io), server(io) {
+    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    if (inq) {
+      EXPECT_TRUE(report_queued_bytes(acceptor));
+    }
+    client.connect(acceptor.local_endpoint());
+    acceptor.accept(server);
+    client.non_blocking(true);
+    server.non_blocking(true);
+  }
+  tcp::socket client;
+  tcp::socket server;
+};
+
+// Polls until `s` has bytes to read (or a FIN), within a deadline.
+void await_arrival(tcp::socket& s) {
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < until) {
+    char c;
+    error_code ec;
+    s.receive(asio::buffer(&c, 1), tcp::socket::message_peek, ec);
+    if (ec != asio::error::would_block) return;
+    std::this_thread::sleep_for(1ms);
+  }
+  FAIL() << "nothing arrived within 5 s";
+}
+
+TEST(Drained, ASocketWithAFinStillToReadIsNotDrained) {
+  // The case a short read gets wrong: bytes and the FIN arrive together, so epoll raises one edge
+  // for both. The read that takes the bytes must not call the socket empty.
+  asio::io_context io;
+  drained_pair p(io, true);
+  asio::write(p.client, asio::buffer(std::string("last words")));
+  p.client.shutdown(tcp::socket::shutdown_send);
+  await_arrival(p.server);
+  std::this_thread::sleep_for(20ms);  // the FIN follows the bytes
+  char buf[64];
+  bool drained = true;
+  error_code ec;
+  std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(std::string(buf, n), "last words");
+  EXPECT_FALSE(drained) << "called empty with the FIN still there";
+  n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(ec, asio::error::eof);
+  EXPECT_EQ(n, 0u);
+}
+
+TEST(Drained, AReadThatEmptiesTheSocketSaysSoAndTheWaitGetsTheNextBytes) {
+  asio::io_context io;
+  drained_pair p(io, true);
+  asio::write(p.client, asio::buffer(std::string("first")));
+  await_arrival(p.server);
+  char buf[64];
+  bool drained = false;
+  error_code ec;
+  std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(std::string(buf, n), "first");
+  EXPECT_TRUE(drained);
+
+  std::optional<error_code> waited;
+  async_wait_readable(p.server, [&](error_code e) { waited = e; });
+  io.run_for(50ms);
+  EXPECT_FALSE(waited) << "completed with nothing sent";
+  io.restart();
+  asio::write(p.client, asio::buffer(std::string("second")));
+  io.run_for(5s);
+  ASSERT_TRUE(waited) << "the wait never saw the bytes";
+  EXPECT_FALSE(*waited) << waited->message();
+  n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(std::string(buf, n), "second");
+}
+
+TEST(Drained, AFinAfterTheEmptyingReadEndsTheWait) {
+  asio::io_context io;
+  drained_pair p(io, true);
+  asio::write(p.client, asio::buffer(std::string("bytes")));
+  await_arrival(p.server);
+  char buf[64];
+  bool drained = false;
+  error_code ec;
+  receive_some(p.server, asio::buffer(buf), drained, ec);
+  ASSERT_TRUE(drained);
+  std::optional<error_code> waited;
+  async_wait_readable(p.server, [&](error_code e) { waited = e; });
+  io.run_for(20ms);
+  io.restart();
+  p.client.shutdown(tcp::socket::shutdown_send);
+  io.run_for(5s);
+  ASSERT_TRUE(waited) << "the FIN never ended the wait";
+  receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(ec, asio::error::eof);
+}
+
+TEST(Drained, BytesLeftBehindAreNotCalledEmpty) {
+  asio::io_context io;
+  drained_pair p(io, true);
+  asio::write(p.client, asio::buffer(std::string("0123456789")));
+  await_arrival(p.server);
+  std::this_thread::sleep_for(20ms);
+  char buf[4];
+  bool drained = true;
+  error_code ec;
+  std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(n, 4u);
+  EXPECT_FALSE(drained) << "6 bytes were still there";
+}
+
+TEST(Drained, WithoutTheReportOnlyAnEmptyReadSaysDrained) {
+  asio::io_context io;
+  drained_pair p(io);  // no TCP_INQ: a read cannot tell
+  asio::write(p.client, asio::buffer(std::string("abc")));
+  await_arrival(p.server);
+  char buf[64];
+  bool drained = true;
+  error_code ec;
+  std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(n, 3u);
+  EXPECT_FALSE(drained);
+  n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(ec, asio::error::would_block);
+  EXPECT_TRUE(drained);
+}
+
+TEST(Drained, AReportingSocketCanBeAskedDirectly) {
+  asio::io_context io;
+  drained_pair p(io);
+  EXPECT_TRUE(report_queued_bytes(p.client));
+  p.client.close();
+  EXPECT_FALSE(report_queued_bytes(p.client));
+  char buf[4];
+  bool drained = true;
+  error_code ec;
+  receive_some(p.client, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(ec, asio::error::bad_descriptor);
+  EXPECT_FALSE(drained);
+}
+
+// Reads what is there until a read comes back short, as the link's reader does.
+std::string read_until_short(tcp::socket& s) {
+  std::string got;
+  char buf[8];
+  for (;;) {
+    error_code ec;
+    std::size_t n = s.read_some(asio::buffer(buf), ec);
+    if (ec) break;
+    got.append(buf, n);
+    if (n < sizeof buf) break;
+  }
+  return got;
+}
+
+TEST(Drained, ThisBuildTellsTheReactor) {
+  // Fails after a Boost upgrade: drained.hpp then falls back to asio's own operations, and its
+  // access to the reactor needs checking against the new version before it is enabled again.
+  EXPECT_TRUE(drained_reads_supported);
+}
+
+TEST(Drained, AReadAfterMarkWaitsForTheNextBytesAndGetsThem) {
+  asio::io_context io;
+  drained_pair p(io);
+  asio::write(p.server, asio::buffer(std::string("first bytes")));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(read_until_short(p.client), "first bytes");
+
+  std::optional<std::string> got;
+  char buf[64];
+  mark_drained(p.client);
+  p.client.async_read_some(asio::buffer(buf), [&](error_code ec, std::size_t n) {
+    got = ec ? "error: " + ec.message() : std::string(buf, n);
+  });
+  io.run_for(50ms);
+  EXPECT_FALSE(got) << "completed with nothing sent";
+  io.restart();
+  asio::write(p.server, asio::buffer(std::string("second")));
+  io.run_for(5s);
+  ASSERT_TRUE(got) << "the read never saw the bytes";
+  EXPECT_EQ(*got, "second");
+}
+
+TEST(Drained, AWaitAfterMarkTakesTheNextEdgeAndOneWithoutMarkEndsAtOnce) {
+  asio::io_context io;
+  drained_pair p(io);
+  std::optional<error_code> waited;
+  mark_drained(p.client);
+  async_wait_readable(p.client, [&](error_code ec) { waited = ec; });
+  io.run_for(50ms);
+  EXPECT_FALSE(waited) << "completed with nothing sent";
+  io.restart();
+  asio::write(p.server, asio::buffer(std::string("x")));
+  io.run_for(5s);
+  ASSERT_TRUE(waited) << "the wait never saw the byte";
+  EXPECT_FALSE(*waited) << waited->message();
+  EXPECT_EQ(read_until_short(p.client), "x");
+
+  // Not marked: the wait completes without a byte, and the caller's read finds out.
+  io.restart();
+  waited.reset();
+  async_wait_readable(p.client, [&](error_code ec) { waited = ec; });
+  io.run_for(1s);
+  ASSERT_TRUE(waited);
+  EXPECT_FALSE(*waited);
+}
+
+TEST(Drained, BytesThatCameBeforeTheMarkAreNotLost) {
+  // The reactor has already seen the edge of bytes that came after the last read: the next
+  // epoll_wait reports them still, so the marked wait completes.
+  asio::io_context io;
+  drained_pair p(io);
+  asio::write(p.server, asio::buffer(std::string("early")));
+  std::this_thread::sleep_for(20ms);
+  std::optional<error_code> waited;
+  mark_drained(p.client);
+  async_wait_readable(p.client, [&](error_code ec) { waited = ec; });
+  io.run_for(5s);
+  ASSERT_TRUE(waited) << "bytes that were there before the wait were never reported";
+  EXPECT_EQ(read_until_short(p.client), "early");
+}
+
+TEST(Drained, AWaitInARaceWithATimerIsCancelled) {
+  using namespace asio::experimental::awaitable_operators;
+  asio::io_context io;
+  drained_pair p(io);
+  std::optional<int> winner;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        asio::steady_timer timer(io, 50ms);
+        mark_drained(p.client);
+        auto r = co_await (async_wait_readable(p.client, asio::as_tuple(asio::use_awaitable)) ||
+                           timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+        winner = static_cast<int>(r.index());
+      },
+      asio::detached);
+  io.run_for(5s);
+  ASSERT_TRUE(winner) << "the race never ended: the wait ignored its cancellation";
+  EXPECT_EQ(*winner, 1);
+}
+
+TEST(Drained, AWaitEndsWhenTheSocketIsClosed) {
+  asio::io_context io;
+  drained_pair p(io);
+  std::optional<error_code> waited;
+  mark_drained(p.client);
+  async_wait_readable(p.client, [&](error_code ec) { waited = ec; });
+  io.run_for(20ms);
+  io.restart();
+  p.client.close();
+  io.run_for(5s);
+  ASSERT_TRUE(waited);
+  EXPECT_EQ(*waited, asio::error::operation_aborted);
+
+  // A wait on the closed socket ends at once with an error; marking it does nothing.
+  mark_drained(p.client);
+  io.restart();
+  waited.reset();
+  async_wait_readable(p.client, [&](error_code ec) { waited = ec; });
+  io.run_for(1s);
+  ASSERT_TRUE(waited);
+  EXPECT_TRUE(*waited);
+}
+
+}  // namespace
+}  // namespace burrow
