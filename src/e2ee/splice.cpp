@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 
+#include "core/drained.hpp"
 #include "link/stream.hpp"
 #include "link/write_now.hpp"
 
@@ -40,11 +41,20 @@ void fail(splice_state* st) {
 
 asio::awaitable<void> socket_to_tls(splice_state* st) {
   auto buf = std::make_unique_for_overwrite<std::uint8_t[]>(chunk);
+  bool drained = true;  // the last read left the socket empty (core/drained.hpp)
   while (!st->failed) {
-    auto read = st->socket.async_read_some(asio::buffer(buf.get(), chunk),
-                                           asio::as_tuple(asio::use_awaitable));
-    auto [ec, n] = co_await std::move(read);
-    if (st->failed) co_return;
+    if (drained) {
+      auto wait = async_wait_readable(st->socket, asio::as_tuple(asio::use_awaitable));
+      auto [wec] = co_await std::move(wait);
+      if (st->failed) co_return;
+      if (wec) {
+        fail(st);
+        co_return;
+      }
+    }
+    error_code ec;
+    std::size_t n = receive_some(st->socket, asio::buffer(buf.get(), chunk), drained, ec);
+    if (ec == asio::error::would_block) continue;
     if (ec == asio::error::eof) {
       auto shut = st->tls.shutdown_send(ec);
       co_await std::move(shut);
