@@ -595,7 +595,8 @@ std::size_t link::send_data_from(std::uint32_t id, asio::ip::tcp::socket& socket
 }
 
 void link::send_data(std::uint32_t id, std::span<const std::uint8_t> bytes, bool sealed) {
-  append_stream_frame(frame_type::data, 0, id, bytes, sealed);
+  append_stream_frame(frame_type::data, 0, id, bytes, sealed, false);
+  if (!send_inline()) write_event_.notify();
 }
 
 void link::send_fin(std::uint32_t id, bool sealed) {
@@ -623,14 +624,15 @@ void link::append_frame(frame_type type, std::uint8_t flags, std::uint32_t id,
 }
 
 void link::append_stream_frame(frame_type type, std::uint8_t flags, std::uint32_t id,
-                               std::span<const std::uint8_t> payload, bool sealed) {
+                               std::span<const std::uint8_t> payload, bool sealed,
+                               bool wake_writer) {
   if (closed_) return;
   sealed = sealed && sealed_frames();
   const std::size_t head = sealed ? proto::sealed_frame_overhead : proto::frame_header_size;
   std::uint8_t* p = write_buffer_.prepare(head + payload.size());
   write_head(p, {static_cast<std::uint32_t>(payload.size()), type, flags, id}, sealed);
   if (!payload.empty()) std::memcpy(p + head, payload.data(), payload.size());
-  commit_frame(payload.size(), sealed);
+  commit_frame(payload.size(), sealed, wake_writer);
 }
 
 void link::write_head(std::uint8_t* p, const proto::frame_header& h, bool sealed) {

@@ -140,7 +140,8 @@ class link : public std::enable_shared_from_this<link> {
                     std::span<const std::uint8_t> payload);
   // A data or window frame of a stream: sealed when asked and the link has sealed frames.
   void append_stream_frame(proto::frame_type type, std::uint8_t flags, std::uint32_t id,
-                           std::span<const std::uint8_t> payload, bool sealed);
+                           std::span<const std::uint8_t> payload, bool sealed,
+                           bool wake_writer = true);
   // A frame's header at `p` (after the sealed marker when sealed); commit_frame() adds the frame
   // that was prepared in write_buffer_.
   static void write_head(std::uint8_t* p, const proto::frame_header& h, bool sealed);
