@@ -164,6 +164,9 @@ if [ "$tool" = strace ]; then
   head -25 "$tmp/strace.txt"
   exit 0
 fi
+echo "== share of samples by process, and by user and kernel space"
+perf report -i "$tmp/perf.data" --no-children --sort pid,dso --stdio 2>/dev/null |
+  grep -E '^ +[0-9]' | sed -E 's/ +$//' | head -14
 echo "== share of samples by object"
 perf report -i "$tmp/perf.data" --no-children --sort dso --stdio 2>/dev/null |
   grep -E '^ +[0-9]' | sed -E 's/ +$//' | head -12
