@@ -6,6 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "core/drained.hpp"
 #include "e2ee/secure_stream.hpp"
 #include "link/stream.hpp"
 #include "link/write_now.hpp"
@@ -22,15 +23,28 @@ class tcp_duplex final : public duplex {
   explicit tcp_duplex(asio::ip::tcp::socket& s) : socket_(s) {
     error_code ec;
     s.non_blocking(true, ec);
-    write_now_ = !ec;  // write_now must never wait
+    non_blocking_ = !ec;  // write_now and receive_some must never wait
   }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
-    auto [e, n] = co_await socket_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
-    ec = e;
-    co_return n;
+    if (!non_blocking_) {
+      auto [e, n] = co_await socket_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
+      ec = e;
+      co_return n;
+    }
+    for (;;) {  // drained reads (core/drained.hpp): no recv that fails before each wait
+      if (drained_) {
+        auto [e] = co_await async_wait_readable(socket_, asio::as_tuple(asio::use_awaitable));
+        if (e) {
+          ec = e;
+          co_return 0;
+        }
+      }
+      std::size_t n = receive_some(socket_, b, drained_, ec);
+      if (ec != asio::error::would_block) co_return n;
+    }
   }
   asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
-    std::size_t sent = write_now_ ? link::write_now(socket_, b, ec) : 0;
+    std::size_t sent = non_blocking_ ? link::write_now(socket_, b, ec) : 0;
     if (ec || sent == b.size()) co_return;
     auto [e, n] =
         co_await asio::async_write(socket_, b + sent, asio::as_tuple(asio::use_awaitable));
@@ -48,7 +62,8 @@ class tcp_duplex final : public duplex {
 
  private:
   asio::ip::tcp::socket& socket_;
-  bool write_now_ = false;
+  bool non_blocking_ = false;
+  bool drained_ = true;  // the last read left the socket empty: wait for epoll's edge first
 };
 
 class ssl_duplex final : public duplex {
