@@ -56,6 +56,19 @@ void await_arrival(tcp::socket& s) {
   FAIL() << "nothing arrived within 5 s";
 }
 
+// Sends `text` from the client and waits until the server end has it.
+void deliver(drained_pair& p, const std::string& text) {
+  asio::write(p.client, asio::buffer(text));
+  await_arrival(p.server);
+}
+
+// One receive_some on the server end, as text.
+std::string receive_text(drained_pair& p, bool& drained, error_code& ec) {
+  char buf[64];
+  std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  return std::string(buf, n);
+}
+
 TEST(Drained, ASocketWithAFinStillToReadIsNotDrained) {
   // The case a short read gets wrong: bytes and the FIN arrive together, so epoll raises one edge
   // for both. The read that takes the bytes must not call the socket empty.
@@ -65,29 +78,23 @@ TEST(Drained, ASocketWithAFinStillToReadIsNotDrained) {
   p.client.shutdown(tcp::socket::shutdown_send);
   await_arrival(p.server);
   std::this_thread::sleep_for(20ms);  // the FIN follows the bytes
-  char buf[64];
   bool drained = true;
   error_code ec;
-  std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(receive_text(p, drained, ec), "last words");
   ASSERT_FALSE(ec) << ec.message();
-  EXPECT_EQ(std::string(buf, n), "last words");
   EXPECT_FALSE(drained) << "called empty with the FIN still there";
-  n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(receive_text(p, drained, ec), "");
   EXPECT_EQ(ec, asio::error::eof);
-  EXPECT_EQ(n, 0u);
 }
 
 TEST(Drained, AReadThatEmptiesTheSocketSaysSoAndTheWaitGetsTheNextBytes) {
   asio::io_context io;
   drained_pair p(io, true);
-  asio::write(p.client, asio::buffer(std::string("first")));
-  await_arrival(p.server);
-  char buf[64];
+  deliver(p, "first");
   bool drained = false;
   error_code ec;
-  std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(receive_text(p, drained, ec), "first");
   ASSERT_FALSE(ec) << ec.message();
-  EXPECT_EQ(std::string(buf, n), "first");
   EXPECT_TRUE(drained);
 
   std::optional<error_code> waited;
@@ -99,19 +106,16 @@ TEST(Drained, AReadThatEmptiesTheSocketSaysSoAndTheWaitGetsTheNextBytes) {
   io.run_for(5s);
   ASSERT_TRUE(waited) << "the wait never saw the bytes";
   EXPECT_FALSE(*waited) << waited->message();
-  n = receive_some(p.server, asio::buffer(buf), drained, ec);
-  EXPECT_EQ(std::string(buf, n), "second");
+  EXPECT_EQ(receive_text(p, drained, ec), "second");
 }
 
 TEST(Drained, AFinAfterTheEmptyingReadEndsTheWait) {
   asio::io_context io;
   drained_pair p(io, true);
-  asio::write(p.client, asio::buffer(std::string("bytes")));
-  await_arrival(p.server);
-  char buf[64];
+  deliver(p, "bytes");
   bool drained = false;
   error_code ec;
-  receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(receive_text(p, drained, ec), "bytes");
   ASSERT_TRUE(drained);
   std::optional<error_code> waited;
   async_wait_readable(p.server, [&](error_code e) { waited = e; });
@@ -120,16 +124,15 @@ TEST(Drained, AFinAfterTheEmptyingReadEndsTheWait) {
   p.client.shutdown(tcp::socket::shutdown_send);
   io.run_for(5s);
   ASSERT_TRUE(waited) << "the FIN never ended the wait";
-  receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(receive_text(p, drained, ec), "");
   EXPECT_EQ(ec, asio::error::eof);
 }
 
 TEST(Drained, BytesLeftBehindAreNotCalledEmpty) {
   asio::io_context io;
   drained_pair p(io, true);
-  asio::write(p.client, asio::buffer(std::string("0123456789")));
-  await_arrival(p.server);
-  std::this_thread::sleep_for(20ms);
+  deliver(p, "0123456789");
+  std::this_thread::sleep_for(20ms);  // all ten, not the first segment alone
   char buf[4];
   bool drained = true;
   error_code ec;
@@ -141,15 +144,12 @@ TEST(Drained, BytesLeftBehindAreNotCalledEmpty) {
 TEST(Drained, WithoutTheReportOnlyAnEmptyReadSaysDrained) {
   asio::io_context io;
   drained_pair p(io);  // no TCP_INQ: a read cannot tell
-  asio::write(p.client, asio::buffer(std::string("abc")));
-  await_arrival(p.server);
-  char buf[64];
+  deliver(p, "abc");
   bool drained = true;
   error_code ec;
-  std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
-  EXPECT_EQ(n, 3u);
+  EXPECT_EQ(receive_text(p, drained, ec), "abc");
   EXPECT_FALSE(drained);
-  n = receive_some(p.server, asio::buffer(buf), drained, ec);
+  EXPECT_EQ(receive_text(p, drained, ec), "");
   EXPECT_EQ(ec, asio::error::would_block);
   EXPECT_TRUE(drained);
 }
