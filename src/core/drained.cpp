@@ -7,6 +7,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
 #include <cstring>
 
@@ -77,6 +79,24 @@ std::size_t receive_some(boost::asio::ip::tcp::socket& socket, boost::asio::muta
     }
   }
   return static_cast<std::size_t>(n);
+}
+
+boost::asio::awaitable<std::size_t> receive_when_ready(boost::asio::ip::tcp::socket& socket,
+                                                       boost::asio::mutable_buffer buffer,
+                                                       bool& drained,
+                                                       boost::system::error_code& ec) {
+  for (;;) {
+    if (drained) {
+      auto [e] =
+          co_await async_wait_readable(socket, boost::asio::as_tuple(boost::asio::use_awaitable));
+      if (e) {
+        ec = e;
+        co_return 0;
+      }
+    }
+    std::size_t n = receive_some(socket, buffer, drained, ec);
+    if (ec != boost::asio::error::would_block) co_return n;
+  }
 }
 
 #if BURROW_DRAINED_READS

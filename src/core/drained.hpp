@@ -22,6 +22,7 @@
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
@@ -54,6 +55,14 @@ bool report_queued_bytes(boost::asio::ip::tcp::acceptor& acceptor);
 // is (core/workers.hpp).
 std::size_t receive_some(boost::asio::ip::tcp::socket& socket, boost::asio::mutable_buffer buffer,
                          bool& drained, boost::system::error_code& ec);
+
+// receive_some() that waits for the edge while the socket is known to be empty: bytes, eof or an
+// error, as async_read_some gives. `drained` carries over from one call to the next (start with
+// true: a new socket's wait completes at once).
+boost::asio::awaitable<std::size_t> receive_when_ready(boost::asio::ip::tcp::socket& socket,
+                                                       boost::asio::mutable_buffer buffer,
+                                                       bool& drained,
+                                                       boost::system::error_code& ec);
 
 // Tells the reactor that `socket` is empty until its next edge; receive_some() does this itself.
 // Call only right after a read that proved it, before the reactor can run. A closed socket is

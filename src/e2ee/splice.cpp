@@ -43,18 +43,10 @@ asio::awaitable<void> socket_to_tls(splice_state* st) {
   auto buf = std::make_unique_for_overwrite<std::uint8_t[]>(chunk);
   bool drained = true;  // the last read left the socket empty (core/drained.hpp)
   while (!st->failed) {
-    if (drained) {
-      auto wait = async_wait_readable(st->socket, asio::as_tuple(asio::use_awaitable));
-      auto [wec] = co_await std::move(wait);
-      if (st->failed) co_return;
-      if (wec) {
-        fail(st);
-        co_return;
-      }
-    }
     error_code ec;
-    std::size_t n = receive_some(st->socket, asio::buffer(buf.get(), chunk), drained, ec);
-    if (ec == asio::error::would_block) continue;
+    auto read = receive_when_ready(st->socket, asio::buffer(buf.get(), chunk), drained, ec);
+    std::size_t n = co_await std::move(read);
+    if (st->failed) co_return;
     if (ec == asio::error::eof) {
       auto shut = st->tls.shutdown_send(ec);
       co_await std::move(shut);

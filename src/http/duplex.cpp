@@ -31,17 +31,9 @@ class tcp_duplex final : public duplex {
       ec = e;
       co_return n;
     }
-    for (;;) {  // drained reads (core/drained.hpp): no recv that fails before each wait
-      if (drained_) {
-        auto [e] = co_await async_wait_readable(socket_, asio::as_tuple(asio::use_awaitable));
-        if (e) {
-          ec = e;
-          co_return 0;
-        }
-      }
-      std::size_t n = receive_some(socket_, b, drained_, ec);
-      if (ec != asio::error::would_block) co_return n;
-    }
+    // Drained reads (core/drained.hpp): no recv that fails before each wait.
+    auto reading = receive_when_ready(socket_, b, drained_, ec);
+    co_return co_await std::move(reading);
   }
   asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
     std::size_t sent = non_blocking_ ? link::write_now(socket_, b, ec) : 0;

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace burrow {
 namespace {
@@ -126,6 +127,48 @@ TEST(Drained, AFinAfterTheEmptyingReadEndsTheWait) {
   ASSERT_TRUE(waited) << "the FIN never ended the wait";
   EXPECT_EQ(receive_text(p, drained, ec), "");
   EXPECT_EQ(ec, asio::error::eof);
+}
+
+TEST(Drained, ReceiveWhenReadyWaitsForBytesThenTheFin) {
+  asio::io_context io;
+  drained_pair p(io, true);
+  std::vector<std::string> got;
+  std::optional<error_code> ended;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        bool drained = true;
+        for (;;) {
+          char buf[64];
+          error_code ec;
+          std::size_t n = co_await receive_when_ready(p.server, asio::buffer(buf), drained, ec);
+          if (ec) {
+            ended = ec;
+            co_return;
+          }
+          got.emplace_back(buf, n);
+        }
+      },
+      asio::detached);
+  io.run_for(30ms);
+  EXPECT_TRUE(got.empty());
+  EXPECT_FALSE(ended) << "ended with nothing sent";
+  io.restart();
+  asio::write(p.client, asio::buffer(std::string("one")));
+  io.run_for(30ms);
+  io.restart();
+  asio::write(p.client, asio::buffer(std::string("two")));
+  p.client.shutdown(tcp::socket::shutdown_send);
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (!ended && std::chrono::steady_clock::now() < until) {
+    io.run_for(10ms);
+    io.restart();
+  }
+  ASSERT_TRUE(ended) << "the FIN never ended the reads";
+  EXPECT_EQ(*ended, asio::error::eof);
+  std::string all;
+  for (auto& g : got) all += g;
+  EXPECT_EQ(all, "onetwo");
 }
 
 TEST(Drained, BytesLeftBehindAreNotCalledEmpty) {
