@@ -1,5 +1,6 @@
-// The end-to-end contexts: tls/contexts' TLS 1.3 setup plus mandatory ALPN, one ticket per
-// handshake, and a client session cache fed by OpenSSL's new-session callback.
+// The end-to-end contexts: tls/contexts' TLS 1.3 setup plus mandatory ALPN, one ticket per full
+// handshake and none per resumption, and a client session cache fed by OpenSSL's new-session
+// callback.
 #include "e2ee/contexts.hpp"
 
 #include "tls/contexts.hpp"
@@ -87,6 +88,27 @@ int require_alpn(SSL* ssl, int* alert, void*) {
   return SSL_CLIENT_HELLO_ERROR;
 }
 
+// A resumed session goes on with the ticket it came with. By default OpenSSL's TLS 1.3 server
+// issues a fresh ticket after every resumption: encoding and encrypting a session on the agent,
+// decoding and copying one in `burrow connect`, for every visitor connection. The client's
+// ticket still expires with its session (two hours), and every full handshake (no ticket, or one
+// this agent cannot decrypt, say after a restart) still gets a new one. Each resumed connection
+// still runs its own (EC)DHE exchange, so keeping the ticket costs no forward secrecy; and the
+// relay, the only one who sees these hellos, already knows which link every stream comes from.
+SSL_TICKET_RETURN keep_ticket_on_resumption(SSL*, SSL_SESSION*, const unsigned char*, std::size_t,
+                                            SSL_TICKET_STATUS status, void*) {
+  switch (status) {
+    case SSL_TICKET_SUCCESS:
+    case SSL_TICKET_SUCCESS_RENEW:
+      return SSL_TICKET_RETURN_USE;
+    case SSL_TICKET_EMPTY:
+    case SSL_TICKET_NO_DECRYPT:
+      return SSL_TICKET_RETURN_IGNORE_RENEW;
+    default:  // OpenSSL does not call us with the fatal ones; should it, refuse
+      return SSL_TICKET_RETURN_ABORT;
+  }
+}
+
 }  // namespace
 
 boost::asio::ssl::context make_server_context(const tls::key_pair& identity) {
@@ -97,6 +119,8 @@ boost::asio::ssl::context make_server_context(const tls::key_pair& identity) {
   // Stateless tickets (the default) let a client resume without a server-side cache.
   SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
   if (SSL_CTX_set_num_tickets(native, 1) != 1) tls::throw_openssl_error("cannot set tickets");
+  if (SSL_CTX_set_session_ticket_cb(native, nullptr, keep_ticket_on_resumption, nullptr) != 1)
+    tls::throw_openssl_error("cannot set the ticket callback");
   return ctx;
 }
 
@@ -124,8 +148,14 @@ void session_cache::prepare(SSL* ssl, const std::string& key) {
   slot.release();
   delete old;  // prepared twice: the last key wins
   if (SSL_SESSION* cached = state_->find(key)) {
-    int ok = SSL_set_session(ssl, cached);  // takes its own reference
+    // OpenSSL's client marks a TLS 1.3 session as used up once it has resumed it, and the server
+    // no longer sends a fresh ticket after a resumption: each connection gets a copy, and the
+    // cached session stays good until it expires.
+    SSL_SESSION* copy = SSL_SESSION_dup(cached);
     SSL_SESSION_free(cached);
+    if (!copy) tls::throw_openssl_error("cannot copy cached session");
+    int ok = SSL_set_session(ssl, copy);  // takes its own reference
+    SSL_SESSION_free(copy);
     if (ok != 1) tls::throw_openssl_error("cannot offer cached session");
   }
 }

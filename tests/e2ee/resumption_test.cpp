@@ -1,5 +1,5 @@
-// Session resumption: a second connection under the same service and pin skips the certificate;
-// a disabled cache or another pin never resumes.
+// Session resumption: a second connection under the same service and pin skips the certificate
+// and keeps its ticket; a disabled cache or another pin never resumes.
 #include "e2ee/contexts.hpp"
 
 #include <gtest/gtest.h>
@@ -17,7 +17,8 @@ struct connection_result {
   error_code client_ec, server_ec;
   bool client_reused = false, server_reused = false;
   bool pin_mismatch = false;
-  std::string peer;  // the agent's fingerprint as the client's SSL knows it
+  bool new_ticket = false;  // the client's session changed after the handshake: a ticket came
+  std::string peer;         // the agent's fingerprint as the client's SSL knows it
   std::string reply;
 };
 
@@ -37,6 +38,7 @@ asio::awaitable<connection_result> connection(test::link_pair* pair, test::agent
     r.client_reused = SSL_session_reused(s.client->native_handle()) == 1;
     r.server_reused = SSL_session_reused(s.server->native_handle()) == 1;
     r.peer = tls::peer_fingerprint(s.client->native_handle());
+    const SSL_SESSION* at_handshake = SSL_get0_session(s.client->native_handle());
     auto request = test::send_and_close(s.client.get(), "ping");
     co_await std::move(request);
     error_code ec;
@@ -46,6 +48,7 @@ asio::awaitable<connection_result> connection(test::link_pair* pair, test::agent
     co_await std::move(reply);
     auto read_reply = test::read_to_end(s.client.get(), &ec);
     r.reply = co_await std::move(read_reply);
+    r.new_ticket = SSL_get0_session(s.client->native_handle()) != at_handshake;
   } else {
     s.client->abort(proto::stream_status::cancelled);
   }
@@ -54,36 +57,42 @@ asio::awaitable<connection_result> connection(test::link_pair* pair, test::agent
   co_return r;
 }
 
-struct two_connections {
-  connection_result first, second;
+struct connections {
+  connection_result first, second, third;  // the third under the second's key and pin
 };
 
-asio::awaitable<two_connections> twice(test::link_pair* pair, test::agent_contexts* ctx,
-                                       session_cache* cache, std::string second_key,
-                                       std::string second_pin) {
-  two_connections r;
+// `later` serves the second and third connections: the same contexts, or those of an agent that
+// restarted (a new ticket key) in between.
+asio::awaitable<connections> in_turn(test::link_pair* pair, test::agent_contexts* ctx,
+                                     test::agent_contexts* later, session_cache* cache,
+                                     std::string second_key, std::string second_pin) {
+  connections r;
   const auto& pin = test::test_agent().pin;
   auto first = connection(pair, ctx, cache, "svc|" + pin, pin);
   r.first = co_await std::move(first);
-  auto second = connection(pair, ctx, cache, second_key, second_pin);
+  auto second = connection(pair, later, cache, second_key, second_pin);
   r.second = co_await std::move(second);
+  auto third = connection(pair, later, cache, second_key, second_pin);
+  r.third = co_await std::move(third);
   co_return r;
 }
 
-two_connections run_twice(session_cache* cache, std::string second_key, std::string second_pin) {
+connections run_three(session_cache* cache, std::string second_key, std::string second_pin,
+                      bool restart_agent = false) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  test::agent_contexts ctx;
-  auto r = test::run_with_links(
-      ioc, pair, twice(&pair, &ctx, cache, std::move(second_key), std::move(second_pin)));
+  test::agent_contexts ctx, restarted;
+  auto r = test::run_with_links(ioc, pair,
+                                in_turn(&pair, &ctx, restart_agent ? &restarted : &ctx, cache,
+                                        std::move(second_key), std::move(second_pin)));
   EXPECT_TRUE(r);
-  return r.value_or(two_connections{});
+  return r.value_or(connections{});
 }
 
 TEST(E2eeResumption, SecondConnectionResumes) {
   session_cache cache;
   const auto& pin = test::test_agent().pin;
-  auto r = run_twice(&cache, "svc|" + pin, pin);
+  auto r = run_three(&cache, "svc|" + pin, pin);
   EXPECT_FALSE(r.first.client_ec);
   EXPECT_FALSE(r.first.client_reused);
   EXPECT_EQ(r.first.reply, "pong");
@@ -96,13 +105,47 @@ TEST(E2eeResumption, SecondConnectionResumes) {
   EXPECT_EQ(cache.size(), 1u);
 }
 
+// The full handshake brings a ticket; a resumption does not (contexts.cpp), and the ticket kept
+// resumes the next connection too.
+TEST(E2eeResumption, ResumptionKeepsItsTicket) {
+  session_cache cache;
+  const auto& pin = test::test_agent().pin;
+  auto r = run_three(&cache, "svc|" + pin, pin);
+  EXPECT_TRUE(r.first.new_ticket);
+  EXPECT_TRUE(r.second.client_reused);
+  EXPECT_FALSE(r.second.new_ticket);
+  EXPECT_FALSE(r.third.client_ec) << r.third.client_ec.message();
+  EXPECT_TRUE(r.third.client_reused);
+  EXPECT_TRUE(r.third.server_reused);
+  EXPECT_FALSE(r.third.new_ticket);
+  EXPECT_EQ(r.third.reply, "pong");
+}
+
+// A ticket the agent can no longer read (it restarted with a new ticket key) costs one full
+// handshake, which brings a new ticket; the next connection resumes with that one.
+TEST(E2eeResumption, AStaleTicketIsReplaced) {
+  session_cache cache;
+  const auto& pin = test::test_agent().pin;
+  auto r = run_three(&cache, "svc|" + pin, pin, true);
+  EXPECT_TRUE(r.first.new_ticket);
+  EXPECT_FALSE(r.second.client_ec) << r.second.client_ec.message();
+  EXPECT_FALSE(r.second.client_reused);
+  EXPECT_TRUE(r.second.new_ticket);
+  EXPECT_EQ(r.second.reply, "pong");
+  EXPECT_TRUE(r.third.client_reused);
+  EXPECT_TRUE(r.third.server_reused);
+  EXPECT_EQ(r.third.reply, "pong");
+  EXPECT_EQ(cache.size(), 1u);
+}
+
 TEST(E2eeResumption, DisabledCacheNeverResumes) {
   session_cache cache(false);
   const auto& pin = test::test_agent().pin;
-  auto r = run_twice(&cache, "svc|" + pin, pin);
+  auto r = run_three(&cache, "svc|" + pin, pin);
   EXPECT_FALSE(r.second.client_ec) << r.second.client_ec.message();
   EXPECT_FALSE(r.second.client_reused);
   EXPECT_FALSE(r.second.server_reused);
+  EXPECT_TRUE(r.second.new_ticket);  // a full handshake: the server still sends one
   EXPECT_EQ(r.second.reply, "pong");
   EXPECT_EQ(cache.size(), 0u);
 }
@@ -110,7 +153,7 @@ TEST(E2eeResumption, DisabledCacheNeverResumes) {
 TEST(E2eeResumption, AnotherPinDoesNotResumeAndIsChecked) {
   session_cache cache;
   const std::string other = "sha256:" + std::string(64, 'd');
-  auto r = run_twice(&cache, "svc|" + other, other);
+  auto r = run_three(&cache, "svc|" + other, other);
   EXPECT_FALSE(r.first.client_ec);
   // A full handshake, so the certificate met the other pin and failed it.
   EXPECT_TRUE(r.second.client_ec);
