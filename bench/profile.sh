@@ -5,14 +5,15 @@
 # with --tool strace, counts their system calls (`strace -c -f`, which slows them: compare the
 # mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
-#   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k] [--seconds N]
-#                    [--tool perf|strace|callgrind] [--mode tunnel|e2e] [--warmup N]
+#   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k|http1k-close]
+#                    [--seconds N] [--tool perf|strace|callgrind] [--mode tunnel|e2e] [--warmup N]
 #                    [--keep DIR] [--connections N]
 #
 # --mode e2e: the agent serves end to end and `burrow connect --listen` (also on CPU 0) is the
 # load's entry, so three processes are sampled.
 # bulk: one iperf3 stream; bulk8: eight; http1k: wrk over 1 KiB, --connections of them (50;
-# with 1, wrk -t1: one request at a time, the latency path). Everything on
+# with 1, wrk -t1: one request at a time, the latency path); http1k-close: the same with a new
+# connection per request, as the *_close columns. Everything on
 # 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk
 # (scripts/setup.sh).
 #
@@ -23,7 +24,7 @@
 # connections are not counted, and counts the requests nginx logged in that window; bulk collects
 # over the whole transfer. It counts user space only (a system call is one instruction), and the
 # load is much slower under valgrind, so compare instruction counts, never the rate. --keep DIR
-# keeps the callgrind files there (ROLE.out, for callgrind_annotate).
+# keeps the callgrind files there (ROLE.out, for callgrind_annotate), or perf's (perf.data).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf mode=tunnel warmup=20 keep=""
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-case "$load" in bulk | bulk8 | http1k) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
+case "$load" in bulk | bulk8 | http1k | http1k-close) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
 case "$tool" in perf | strace | callgrind) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
 case "$mode" in tunnel | e2e) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
 tmp=$(mktemp -d)
@@ -70,7 +71,7 @@ wait_for() {  # FILE REGEX: the first match's first group, within 10 s (60 s und
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 target=$(free_port)
-if [ "$load" != http1k ]; then
+if [ "${load%-close}" != http1k ]; then
   taskset -c 1 iperf3 -s -B 127.0.0.1 -p "$target" >/dev/null 2>&1 & pids+=($!)
 else
   mkdir -p "$tmp/www" && head -c 1024 /dev/urandom >"$tmp/www/1k.bin"
@@ -110,7 +111,7 @@ echo "profiling $sampled (relay, agent[, connect]; link $link, load $load, $tool
   "for ${seconds}s" >&2
 if [ "$tool" = callgrind ]; then
   collect() { for p in ${sampled//,/ }; do callgrind_control "$@" "$p" >/dev/null 2>&1; done; }
-  if [ "$load" = http1k ]; then
+  if [ "${load%-close}" = http1k ]; then
     # The window opens after the warm-up, while wrk keeps its connections open.
     (sleep "$warmup"; wc -l <"$tmp/access.log" >"$tmp/first"; collect -i on; sleep "$seconds"
      collect -i off; wc -l <"$tmp/access.log" >"$tmp/last") & perf=$!
@@ -127,7 +128,7 @@ else
     >/dev/null 2>&1 & perf=$!
 fi
 sleep 0.5
-if [ "$load" != http1k ]; then
+if [ "${load%-close}" != http1k ]; then
   streams=1; [ "$load" = bulk8 ] && streams=8
   taskset -c 1 iperf3 -c 127.0.0.1 -p "$public" -P "$streams" -t "$seconds" -f m |
     grep -E 'sender|receiver' | tail -2 | tee "$tmp/load.txt"
@@ -135,13 +136,15 @@ if [ "$load" != http1k ]; then
 else
   duration=$seconds; [ "$tool" = callgrind ] && duration=$((warmup + seconds + 2))
   threads=2; [ "$connections" -gt 1 ] || threads=1
-  taskset -c 1 wrk -t"$threads" -c"$connections" -d"${duration}s" "http://127.0.0.1:$public/1k.bin" |
-    grep -E 'requests in|Requests/sec|Transfer/sec' | tee "$tmp/load.txt"
+  close=(); [ "$load" = http1k-close ] && close=(-H "Connection: close")
+  taskset -c 1 wrk -t"$threads" -c"$connections" -d"${duration}s" "${close[@]}" \
+    "http://127.0.0.1:$public/1k.bin" |
+    grep -E 'Latency|requests in|Socket errors|Non-2xx|Requests/sec|Transfer/sec' | tee "$tmp/load.txt"
   work=$(grep -oP '^\s*\K\d+(?= requests in)' "$tmp/load.txt") unit=request
 fi
 wait "$perf" || true
 if [ "$tool" = callgrind ]; then
-  if [ "$load" = http1k ]; then
+  if [ "${load%-close}" = http1k ]; then
     work=$(($(cat "$tmp/last") - $(cat "$tmp/first")))
   else
     collect -i off
@@ -164,6 +167,7 @@ if [ "$tool" = strace ]; then
   head -25 "$tmp/strace.txt"
   exit 0
 fi
+if [ -n "$keep" ]; then mkdir -p "$keep" && cp "$tmp/perf.data" "$keep/perf.data"; fi
 echo "== share of samples by process, and by user and kernel space"
 perf report -i "$tmp/perf.data" --no-children --sort pid,dso --stdio 2>/dev/null |
   grep -E '^ +[0-9]' | sed -E 's/ +$//' | head -14
