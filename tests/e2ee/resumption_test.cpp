@@ -89,6 +89,15 @@ connections run_three(session_cache* cache, std::string second_key, std::string 
   return r.value_or(connections{});
 }
 
+// Resumed on both sides, and the request and reply went through.
+void expect_resumed(const connection_result& c) {
+  EXPECT_FALSE(c.client_ec) << c.client_ec.message();
+  EXPECT_FALSE(c.server_ec) << c.server_ec.message();
+  EXPECT_TRUE(c.client_reused);
+  EXPECT_TRUE(c.server_reused);
+  EXPECT_EQ(c.reply, "pong");
+}
+
 TEST(E2eeResumption, SecondConnectionResumes) {
   session_cache cache;
   const auto& pin = test::test_agent().pin;
@@ -96,12 +105,8 @@ TEST(E2eeResumption, SecondConnectionResumes) {
   EXPECT_FALSE(r.first.client_ec);
   EXPECT_FALSE(r.first.client_reused);
   EXPECT_EQ(r.first.reply, "pong");
-  EXPECT_FALSE(r.second.client_ec) << r.second.client_ec.message();
-  EXPECT_FALSE(r.second.server_ec) << r.second.server_ec.message();
-  EXPECT_TRUE(r.second.client_reused);
-  EXPECT_TRUE(r.second.server_reused);
+  expect_resumed(r.second);
   EXPECT_EQ(r.second.peer, pin);  // the resumed session still names the pinned certificate
-  EXPECT_EQ(r.second.reply, "pong");
   EXPECT_EQ(cache.size(), 1u);
 }
 
@@ -112,13 +117,10 @@ TEST(E2eeResumption, ResumptionKeepsItsTicket) {
   const auto& pin = test::test_agent().pin;
   auto r = run_three(&cache, "svc|" + pin, pin);
   EXPECT_TRUE(r.first.new_ticket);
-  EXPECT_TRUE(r.second.client_reused);
+  expect_resumed(r.second);
   EXPECT_FALSE(r.second.new_ticket);
-  EXPECT_FALSE(r.third.client_ec) << r.third.client_ec.message();
-  EXPECT_TRUE(r.third.client_reused);
-  EXPECT_TRUE(r.third.server_reused);
+  expect_resumed(r.third);
   EXPECT_FALSE(r.third.new_ticket);
-  EXPECT_EQ(r.third.reply, "pong");
 }
 
 // A ticket the agent can no longer read (it restarted with a new ticket key) costs one full
@@ -132,9 +134,7 @@ TEST(E2eeResumption, AStaleTicketIsReplaced) {
   EXPECT_FALSE(r.second.client_reused);
   EXPECT_TRUE(r.second.new_ticket);
   EXPECT_EQ(r.second.reply, "pong");
-  EXPECT_TRUE(r.third.client_reused);
-  EXPECT_TRUE(r.third.server_reused);
-  EXPECT_EQ(r.third.reply, "pong");
+  expect_resumed(r.third);
   EXPECT_EQ(cache.size(), 1u);
 }
 
