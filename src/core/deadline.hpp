@@ -1,6 +1,9 @@
-// Races an operation against a timer: the Asio 1.26 way to put a deadline on any wait.
+// Races an operation against a timer: the Asio 1.26 way to put a deadline on any wait. The
+// timer's wait returns its error code rather than throwing it: when the operation wins, the
+// cancelled wait would otherwise throw and unwind once for every connection.
 #pragma once
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -18,7 +21,8 @@ boost::asio::awaitable<std::optional<T>> with_deadline(boost::asio::awaitable<T>
                                                        std::chrono::milliseconds limit) {
   using namespace boost::asio::experimental::awaitable_operators;
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, limit);
-  auto r = co_await (std::move(op) || timer.async_wait(boost::asio::use_awaitable));
+  auto r = co_await (std::move(op) ||
+                     timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable)));
   if (r.index() == 0) co_return std::get<0>(std::move(r));
   co_return std::nullopt;
 }
@@ -28,7 +32,8 @@ inline boost::asio::awaitable<bool> with_deadline(boost::asio::awaitable<void> o
                                                   std::chrono::milliseconds limit) {
   using namespace boost::asio::experimental::awaitable_operators;
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, limit);
-  auto r = co_await (std::move(op) || timer.async_wait(boost::asio::use_awaitable));
+  auto r = co_await (std::move(op) ||
+                     timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable)));
   co_return r.index() == 0;
 }
 
