@@ -3,6 +3,7 @@
 #include "tls/contexts.hpp"
 
 #include "core/secret.hpp"
+#include "tls/cipher_order.hpp"
 
 #include <fcntl.h>
 #include <openssl/err.h>
@@ -24,12 +25,10 @@
 namespace burrow::tls {
 namespace {
 
-constexpr const char* ciphersuites =
-    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
 constexpr const char* groups = "X25519:P-256";
-constexpr const char* tls12_ciphers =
-    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
-    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+// Servers choose the suite by their own list, except that a client leading with
+// ChaCha20-Poly1305 (no AES hardware) gets it: see tls/cipher_order.hpp.
+constexpr auto server_choice = SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA;
 
 using x509_store_ptr = std::unique_ptr<X509_STORE, openssl_deleter<&X509_STORE_free>>;
 using bio_ptr = std::unique_ptr<BIO, openssl_deleter<&BIO_free_all>>;
@@ -48,7 +47,7 @@ std::string alpn_wire(const std::vector<std::string>& alpn) {
 
 void common_setup(SSL_CTX* ctx) {
   if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
-      SSL_CTX_set_ciphersuites(ctx, ciphersuites) != 1 ||
+      SSL_CTX_set_ciphersuites(ctx, tls13_ciphersuites(preferred_aead_order())) != 1 ||
       SSL_CTX_set1_groups_list(ctx, groups) != 1)
     throw_openssl_error("cannot configure TLS 1.3 context");
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
@@ -225,7 +224,7 @@ boost::asio::ssl::context make_server_context(const key_pair& identity,
   SSL_CTX* native = ctx.native_handle();
   common_setup(native);
   enable_keylog_if_requested(native);
-  SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(native, server_choice);
   use_identity(native, identity);
   if (!alpn.empty()) {
     auto wire = std::make_unique<std::string>(alpn_wire(alpn));
@@ -240,13 +239,13 @@ boost::asio::ssl::context make_web_server_context(const key_pair& identity) {
   boost::asio::ssl::context ctx(boost::asio::ssl::context::tls_server);
   SSL_CTX* native = ctx.native_handle();
   // TLS 1.2 too: visitors bring whatever browser or client they have. Forward-secret AEAD only.
+  const aead_order order = preferred_aead_order();
   if (SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1 ||
-      SSL_CTX_set_ciphersuites(native, ciphersuites) != 1 ||
-      SSL_CTX_set_cipher_list(native, tls12_ciphers) != 1 ||
+      SSL_CTX_set_ciphersuites(native, tls13_ciphersuites(order)) != 1 ||
+      SSL_CTX_set_cipher_list(native, tls12_cipher_list(order)) != 1 ||
       SSL_CTX_set1_groups_list(native, groups) != 1)
     throw_openssl_error("cannot configure the web TLS context");
-  SSL_CTX_set_options(
-      native, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | server_choice);
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   enable_keylog_if_requested(native);
   use_identity(native, identity);

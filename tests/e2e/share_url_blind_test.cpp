@@ -7,6 +7,7 @@
 
 #include "e2e/share_url_fixture.hpp"
 #include "tls/certs.hpp"
+#include "tls/cipher_order.hpp"
 
 namespace burrow::test {
 namespace {
@@ -62,6 +63,38 @@ TEST_F(blind_test, TlsEndsAtTheAgentWithACertificateTheRelaysCaSignedForItsKey) 
   // The relay logs the signing, never a key.
   EXPECT_TRUE(relay.proc->wait_for_line(std::regex("signed a certificate for web"), 5s));
   EXPECT_EQ(relay.proc->output().find("PRIVATE KEY"), std::string::npos);
+}
+
+// A visitor whose CPU has no AES instructions leads with ChaCha20-Poly1305 and gets it, on
+// TLS 1.3 and on TLS 1.2; one that leads with AES-GCM gets the agent's own first choice.
+TEST_F(blind_test, AVisitorLeadingWithChaCha20GetsIt) {
+  auto relay = start_relay();
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, free_port(), "suites", share_port, "blind");
+  ASSERT_NE(share_port, 0);
+  auto cipher_for = [&](const std::string& offer) {
+    return run({"/bin/sh", "-c",
+                "openssl s_client -connect 127.0.0.1:" + std::to_string(share_port) +
+                    " -servername suites.burrow.localhost " + offer +
+                    " </dev/null 2>/dev/null | grep -E '^(New|    Cipher)'"},
+               15s);
+  };
+  auto tls13 =
+      cipher_for("-tls1_3 -ciphersuites TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256");
+  ASSERT_TRUE(tls13);
+  EXPECT_NE(tls13->find("TLS_CHACHA20_POLY1305_SHA256"), std::string::npos) << *tls13;
+  auto tls12 = cipher_for(
+      "-tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256:"
+      "ECDHE-RSA-CHACHA20-POLY1305:ECDHE-RSA-AES128-GCM-SHA256");
+  ASSERT_TRUE(tls12);
+  EXPECT_NE(tls12->find("CHACHA20-POLY1305"), std::string::npos) << *tls12;
+  auto aes_first =
+      cipher_for("-tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256");
+  ASSERT_TRUE(aes_first);
+  const std::string own_first = tls::preferred_aead_order() == tls::aead_order::aes_gcm_first
+                                    ? "Cipher is TLS_AES_128_GCM_SHA256"
+                                    : "Cipher is TLS_CHACHA20_POLY1305_SHA256";
+  EXPECT_NE(aes_first->find(own_first), std::string::npos) << *aes_first;
 }
 
 TEST_F(blind_test, ALocalServiceThatIsDownGetsA502FromTheAgent) {

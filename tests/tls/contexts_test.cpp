@@ -2,6 +2,7 @@
 #include "tls/contexts.hpp"
 
 #include "core/secret.hpp"
+#include "tls/cipher_order.hpp"
 
 #include <gtest/gtest.h>
 #include <openssl/err.h>
@@ -44,6 +45,7 @@ struct handshake_result {
   std::string client_alpn;
   std::string server_alpn;
   std::string peer_fingerprint;
+  std::string cipher;  // the suite both sides agreed on, from the client
   int version = 0;
   verification_outcome outcome;
 };
@@ -91,6 +93,7 @@ handshake_result handshake(asio::ssl::context& server_ctx, asio::ssl::context& c
       r.client_alpn = selected_alpn(client.native_handle());
       r.peer_fingerprint = peer_fingerprint(client.native_handle());
       r.version = SSL_version(client.native_handle());
+      r.cipher = SSL_CIPHER_get_name(SSL_get_current_cipher(client.native_handle()));
     });
   });
   io.run_for(10s);
@@ -202,6 +205,66 @@ TEST_F(TlsHandshake, ServerWithoutAlpnAcceptsAnyClient) {
   ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
   EXPECT_FALSE(*r.client_ec) << r.client_ec->message();
   EXPECT_EQ(r.client_alpn, "");
+}
+
+// The suite a server context picks for a client offering TLS 1.3 suites in `client_order`.
+std::string negotiated_tls13(asio::ssl::context& server_ctx, aead_order client_order,
+                             const std::string& pin) {
+  auto client_ctx = make_client_context({});
+  EXPECT_EQ(SSL_CTX_set_ciphersuites(client_ctx.native_handle(), tls13_ciphersuites(client_order)),
+            1);
+  auto r = handshake(server_ctx, client_ctx, {pin, "", ""});
+  EXPECT_TRUE(r.client_ec && !*r.client_ec) << (r.client_ec ? r.client_ec->message() : "timeout");
+  return r.cipher;
+}
+
+// A server picks by its own list (AES-128-GCM first on a CPU with AES instructions), but a
+// client leading with ChaCha20-Poly1305, one without them, gets ChaCha20-Poly1305.
+TEST_F(TlsHandshake, ServersFollowAClientThatLeadsWithChaCha20) {
+  const std::string own_first = preferred_aead_order() == aead_order::aes_gcm_first
+                                    ? "TLS_AES_128_GCM_SHA256"
+                                    : "TLS_CHACHA20_POLY1305_SHA256";
+  const auto pin = fingerprint_sha256(self_signed.cert_pem);
+  auto link_server = make_server_context(self_signed, {});
+  auto web_server = make_web_server_context(self_signed);
+  for (auto* server : {&link_server, &web_server}) {
+    EXPECT_EQ(negotiated_tls13(*server, aead_order::chacha20_first, pin),
+              "TLS_CHACHA20_POLY1305_SHA256");
+    EXPECT_EQ(negotiated_tls13(*server, aead_order::aes_gcm_first, pin), own_first);
+  }
+}
+
+// Visitors on TLS 1.2 alike: ChaCha20-Poly1305 for a client that leads with it.
+TEST_F(TlsHandshake, TheWebServerFollowsATls12ClientThatLeadsWithChaCha20) {
+  auto server_ctx = make_web_server_context(self_signed);
+  for (auto order : {aead_order::chacha20_first, aead_order::aes_gcm_first}) {
+    auto client_ctx = make_client_context({});
+    SSL_CTX* native = client_ctx.native_handle();
+    ASSERT_EQ(SSL_CTX_set_max_proto_version(native, TLS1_2_VERSION), 1);
+    ASSERT_EQ(SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION), 1);
+    ASSERT_EQ(SSL_CTX_set_cipher_list(native, tls12_cipher_list(order)), 1);
+    auto r = handshake(server_ctx, client_ctx, {fingerprint_sha256(self_signed.cert_pem), "", ""});
+    ASSERT_TRUE(r.client_ec && !*r.client_ec) << (r.client_ec ? r.client_ec->message() : "timeout");
+    EXPECT_EQ(r.version, TLS1_2_VERSION);
+    const bool expect_chacha =
+        order == aead_order::chacha20_first || preferred_aead_order() == aead_order::chacha20_first;
+    EXPECT_NE(r.cipher.find(expect_chacha ? "CHACHA20-POLY1305" : "AES128-GCM"), std::string::npos)
+        << r.cipher;
+  }
+}
+
+// Our own clients lead with the suite this CPU runs fast.
+using ssl_ptr = std::unique_ptr<SSL, openssl_deleter<&SSL_free>>;
+
+TEST_F(TlsHandshake, ClientsOfferTheirCpusPreferredSuiteFirst) {
+  auto client_ctx = make_client_context({});
+  ssl_ptr ssl(SSL_new(client_ctx.native_handle()));
+  ASSERT_TRUE(ssl);
+  STACK_OF(SSL_CIPHER)* offered = SSL_get_ciphers(ssl.get());
+  ASSERT_GT(sk_SSL_CIPHER_num(offered), 0);
+  const std::string first = SSL_CIPHER_get_name(sk_SSL_CIPHER_value(offered, 0));
+  EXPECT_EQ(first,
+            cpu_accelerates_aes_gcm() ? "TLS_AES_128_GCM_SHA256" : "TLS_CHACHA20_POLY1305_SHA256");
 }
 
 // Sets SSLKEYLOGFILE (nullopt: unsets it) for one scope and restores what was there before, so
