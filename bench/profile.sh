@@ -6,7 +6,7 @@
 # mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
 #   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k|http1k-close]
-#                    [--seconds N] [--tool perf|strace|callgrind] [--mode tunnel|e2e] [--warmup N]
+#                    [--seconds N] [--tool perf|strace|callgrind|none] [--mode tunnel|e2e] [--warmup N]
 #                    [--keep DIR] [--connections N]
 #
 # --mode e2e: the agent serves end to end and `burrow connect --listen` (also on CPU 0) is the
@@ -25,6 +25,9 @@
 # over the whole transfer. It counts user space only (a system call is one instruction), and the
 # load is much slower under valgrind, so compare instruction counts, never the rate. --keep DIR
 # keeps the callgrind files there (ROLE.out, for callgrind_annotate), or perf's (perf.data).
+#
+# --tool none: nothing attached; prints the load's own figures and each process's CPU time
+# (utime + stime from /proc) per GB or per 1,000 requests, for runs to repeat side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf mode=tunnel warmup=20 keep=""
@@ -44,7 +47,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$load" in bulk | bulk8 | http1k | http1k-close) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
-case "$tool" in perf | strace | callgrind) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
+case "$tool" in perf | strace | callgrind | none) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
 case "$mode" in tunnel | e2e) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
 tmp=$(mktemp -d)
 pids=()
@@ -119,6 +122,10 @@ if [ "$tool" = callgrind ]; then
     collect -i on
     sleep "$((seconds + 1))" & perf=$!
   fi
+elif [ "$tool" = none ]; then
+  cpu_ticks() { for p in ${sampled//,/ }; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done; }
+  cpu_ticks >"$tmp/ticks.start"
+  sleep "$((seconds + 1))" & perf=$!
 elif [ "$tool" = perf ]; then
   perf record -q -F 999 -g -e cpu-clock -o "$tmp/perf.data" -p "$sampled" \
     -- sleep "$((seconds + 1))" >/dev/null 2>&1 & perf=$!
@@ -132,7 +139,9 @@ if [ "${load%-close}" != http1k ]; then
   streams=1; [ "$load" = bulk8 ] && streams=8
   taskset -c 1 iperf3 -c 127.0.0.1 -p "$public" -P "$streams" -t "$seconds" -f m |
     grep -E 'sender|receiver' | tail -2 | tee "$tmp/load.txt"
-  work=$(grep -oP '\S+(?= MBytes .* receiver)' "$tmp/load.txt" | tail -1) unit=MB
+  # iperf3's receiver line, in MBytes or GBytes (2^20 and 2^30 bytes): "MB" here is 2^20.
+  work=$(grep -oP '\S+ [MG](?=Bytes .* receiver)' "$tmp/load.txt" | tail -1 |
+    awk '{ print $1 * ($2 == "G" ? 1024 : 1) }') unit=MB
 else
   duration=$seconds; [ "$tool" = callgrind ] && duration=$((warmup + seconds + 2))
   threads=2; [ "$connections" -gt 1 ] || threads=1
@@ -160,6 +169,18 @@ if [ "$tool" = callgrind ]; then
                else printf "%-8s no %s in the window\n", r, u }'
     i=$((i + 1))
   done
+  exit 0
+fi
+if [ "$tool" = none ]; then
+  cpu_ticks >"$tmp/ticks.end"
+  what="1,000 requests"; [ "$unit" = MB ] && what="GB (10^9 bytes)"
+  echo "== CPU seconds per $what, each process (clock ticks of $(getconf CLK_TCK) per second)"
+  roles=(relay agent connect)
+  per=$(awk -v w="$work" -v u="$unit" 'BEGIN { print u == "MB" ? w * 1048576 / 1e9 : w / 1000 }')
+  paste "$tmp/ticks.start" "$tmp/ticks.end" | awk -v per="$per" -v hz="$(getconf CLK_TCK)" \
+    -v r="${roles[*]}" 'BEGIN { split(r, role, " ") }
+      { t = ($2 - $1) / hz; total += t; printf "%-8s %.3f\n", role[NR], t / per }
+      END { printf "%-8s %.3f\n", "all", total / per }'
   exit 0
 fi
 if [ "$tool" = strace ]; then

@@ -52,6 +52,8 @@ def _metric(key, label, unit, better, fmt, column, ratio=True):
 _metric("bulk1.gbps", "bulk TCP, 1 stream", "Gbit/s", "higher", "{:.2f}", "bulk1")
 _metric("bulk1.cpu_per_gb", "tunnel CPU per GB moved (bulk TCP, 1 stream)", "CPU-s/GB", "lower",
         "{:.2f}", "bulk1")
+_metric("bulk1.switches_per_mb", "tunnel context switches per MB moved (bulk TCP, 1 stream)",
+        "per MB", "lower", "{:.1f}", "bulk1", ratio=False)
 _metric("bulk8.gbps", "bulk TCP, 8 streams", "Gbit/s", "higher", "{:.2f}", "bulk8")
 _metric("http1k_c1.rps", "1 KiB HTTP, 1 conn, keep-alive", "req/s", "higher", "{:,.0f}",
         "http1k_c1")

@@ -174,6 +174,9 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
            "processes and ssh) during the 1 KiB / 50 keep-alive column, per 1,000 requests "
            "wrk completed, and during the 1-stream bulk column, per 10^9 bytes iperf3 "
            "received.",
+           "- Context switches per MB: every thread of the same processes (socat: n/a, its "
+           "forked child exits with the connection), voluntary and not, during the 1-stream "
+           "bulk column, per 10^6 bytes received: how many wake-ups the bytes cost.",
            "- Memory: VmRSS of the burrow relay (ssh-r: the sshd listener) before any agent "
            "connects; VmRSS when idle (tunnels registered, before any visitor) and VmHWM after "
            "the load columns, of the relay, the socat listener (its forked children not "

@@ -67,6 +67,28 @@ def tree_cpu_seconds(roots: list[int]) -> float:
     return total / CLK_TCK
 
 
+def tree_switches(roots: list[int]) -> int:
+    """Context switches so far (voluntary and not) of every thread of the live processes under
+    roots; a process that has exited no longer counts."""
+    if not roots:
+        return 0
+    total = 0
+    for pid in tree_pids(roots, all_stats()):
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    for line in f:
+                        if "ctxt_switches:" in line:
+                            total += int(line.split()[-1])
+            except (OSError, ValueError):
+                continue
+    return total
+
+
 def pss_kib(pid: int) -> float | None:
     """Proportional set size: the process's private pages plus its share of pages it shares
     with others (libraries, the binary), so a sum over processes counts each page once."""

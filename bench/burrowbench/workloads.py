@@ -12,7 +12,8 @@ from .common import HERE, LOOPBACK, READY_TIMEOUT, BenchError, log
 from .context import Context
 from .modes import Mode
 from .net import http_get_ok, wait_http
-from .sysinfo import PeakSampler, proc_status_kib, tree_cpu_seconds, tree_pss_kib
+from .sysinfo import (PeakSampler, proc_status_kib, tree_cpu_seconds, tree_pss_kib,
+                      tree_switches)
 
 _TIME_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
@@ -126,6 +127,8 @@ def _record_iperf(mode: Mode, c: str, raw: dict, metrics: dict) -> None:
     metrics[f"{c}.gbps"] = raw["gbps"]
     if mode.tunnel and raw.get("bytes"):
         metrics[f"{c}.cpu_per_gb"] = raw["tunnel_cpu_s"] / (raw["bytes"] / 1e9)
+        if not mode.forks_per_connection:  # socat's child has exited, and its count with it
+            metrics[f"{c}.switches_per_mb"] = raw["tunnel_switches"] / (raw["bytes"] / 1e6)
     log(f"  {mode.name:>8} {c:<18} {raw['gbps']:8.2f} Gbit/s")
 
 
@@ -163,6 +166,7 @@ def _run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> 
     listener's) largest RSS while it ran.  Returns the raw result (None if it failed)."""
     col = COLUMNS[c]
     cpu0 = tree_cpu_seconds(mode.cpu_pids())
+    switches0 = tree_switches(mode.cpu_pids())
     t1 = time.monotonic()
     try:
         with PeakSampler(mode.memory_pid() if mode.tunnel else None) as peak:
@@ -175,6 +179,7 @@ def _run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> 
     time.sleep(ctx.args.settle)  # let short-lived children exit and be reaped
     if mode.tunnel:
         raw["tunnel_cpu_s"] = tree_cpu_seconds(mode.cpu_pids()) - cpu0
+        raw["tunnel_switches"] = tree_switches(mode.cpu_pids()) - switches0
         if peak.peak_kib is not None:
             raw["server_rss_max_mib"] = peak.peak_kib / 1024
     raw["wall_s"] = round(time.monotonic() - t1, 3)

@@ -39,6 +39,7 @@ class Mode:
     tls_target = False  # True: the mode reaches nginx's TLS server, not its plain one
     supports_restart = False  # the "restart" column: restart_server() exists
     supports_many = False  # the "tunnels" column: register_many() exists
+    forks_per_connection = False  # True: the processes that carry the bytes exit with them
 
     def __init__(self, ctx: "Context"):
         self.ctx = ctx
@@ -118,6 +119,7 @@ class DirectMode(Mode):
 class SocatMode(Mode):
     name = "socat"
     description = "socat TCP-LISTEN:P,fork,reuseaddr,bind=127.0.0.1 TCP:127.0.0.1:target"
+    forks_per_connection = True
 
     def describe(self) -> str:
         b = self.ctx.args.socat_backlog
