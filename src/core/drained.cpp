@@ -5,6 +5,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -73,10 +74,7 @@ std::size_t receive_some(boost::asio::ip::tcp::socket& socket, boost::asio::muta
     int queued = 0;
     std::memcpy(&queued, CMSG_DATA(c), sizeof queued);
     // 0: no byte and no FIN left. Without the report (TCP_INQ off) nothing is known.
-    if (queued == 0) {
-      drained = true;
-      mark_drained(socket);
-    }
+    if (queued == 0) drained = mark_drained_unless_hung_up(socket);
   }
   return static_cast<std::size_t>(n);
 }
@@ -131,9 +129,16 @@ struct reactor_tag {
   using type = reactor* state::*;
   friend type member(reactor_tag);
 };
+// The events of the last epoll_wait that reported the socket (the descriptor state keeps them
+// in its operation's task result, which perform_io reads and does not clear).
+struct events_tag {
+  using type = unsigned int asio::detail::scheduler_operation::*;
+  friend type member(events_tag);
+};
 template struct expose<try_speculative_tag, &state::try_speculative_>;
 template struct expose<mutex_tag, &state::mutex_>;
 template struct expose<reactor_tag, &state::reactor_>;
+template struct expose<events_tag, &asio::detail::scheduler_operation::task_result_>;
 
 }  // namespace
 
@@ -155,8 +160,27 @@ void mark_drained(boost::asio::ip::tcp::socket& socket) {
       s->*member(drained_detail::mutex_tag{}));
   (s->*member(drained_detail::try_speculative_tag{}))[drained_detail::reactor::read_op] = false;
 }
+bool mark_drained_unless_hung_up(boost::asio::ip::tcp::socket& socket) {
+  auto r = drained_detail::registration_of(socket);
+  if (!r.owner) return true;
+  drained_detail::state* s = *r.data;
+  boost::asio::detail::conditionally_enabled_mutex::scoped_lock lock(
+      s->*member(drained_detail::mutex_tag{}));
+  // A reset leaves no FIN for TCP_INQ to count, and once epoll has reported it no edge follows:
+  // such a socket is not empty but finished, and the next read says so. (A state asio reuses
+  // for a new socket may still hold its last socket's events until the first edge: that costs
+  // one read that finds nothing, which then marks the socket.)
+  // descriptor_state derives privately from its operation: only a C-style cast names that base.
+  const auto& op = (const boost::asio::detail::scheduler_operation&)(*s);
+  if (op.*member(drained_detail::events_tag{}) & (EPOLLHUP | EPOLLERR)) return false;
+  (s->*member(drained_detail::try_speculative_tag{}))[drained_detail::reactor::read_op] = false;
+  return true;
+}
 #else
 void mark_drained(boost::asio::ip::tcp::socket&) {}
+bool mark_drained_unless_hung_up(boost::asio::ip::tcp::socket&) {
+  return true;
+}
 #endif
 
 }  // namespace burrow

@@ -8,6 +8,8 @@
 // reports how many bytes are still queued, and reports 1 when the peer's FIN is there even with
 // no bytes (the kernel's tcp_inq_hint, made for this use). A short read proves nothing: a FIN
 // that came with the data raised no edge of its own, and a wait after that read would never end.
+// Nor does TCP_INQ's 0 after a reset (no FIN, so it counts nothing): when epoll's last report for
+// the socket was a hang-up or an error, the socket is not marked and the next read finds the end.
 //
 // receive_some() reads, and when the socket is left empty (or the read found nothing) tells asio's
 // reactor, in the same call, that trying a read before epoll's next edge is pointless. Any edge
@@ -50,9 +52,9 @@ bool report_queued_bytes(boost::asio::ip::tcp::acceptor& acceptor);
 
 // One non-blocking read on `socket`, which must be in non-blocking mode: bytes, or eof, or
 // would_block. Sets `drained` when the socket is known to be empty afterwards (would_block, or
-// TCP_INQ reported nothing left and no FIN); the next async_wait_readable then waits for epoll's
-// next edge. Only for a socket whose io_context one thread runs, as every io_context of burrow's
-// is (core/workers.hpp).
+// TCP_INQ reported nothing left and no FIN, and epoll has not reported a reset); the next
+// async_wait_readable then waits for epoll's next edge. Only for a socket whose io_context one
+// thread runs, as every io_context of burrow's is (core/workers.hpp).
 std::size_t receive_some(boost::asio::ip::tcp::socket& socket, boost::asio::mutable_buffer buffer,
                          bool& drained, boost::system::error_code& ec);
 
@@ -68,6 +70,11 @@ boost::asio::awaitable<std::size_t> receive_when_ready(boost::asio::ip::tcp::soc
 // Call only right after a read that proved it, before the reactor can run. A closed socket is
 // left alone.
 void mark_drained(boost::asio::ip::tcp::socket& socket);
+// As mark_drained, after a read that TCP_INQ reported empty, unless the last readiness epoll
+// reported for the socket was a hang-up or an error: a reset brings no FIN for TCP_INQ to count
+// and no edge after the one already taken, so the socket is left for the next read to find
+// finished. Returns whether it marked the socket.
+bool mark_drained_unless_hung_up(boost::asio::ip::tcp::socket& socket);
 
 #if BURROW_DRAINED_READS
 namespace drained_detail {

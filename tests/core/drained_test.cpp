@@ -129,6 +129,42 @@ TEST(Drained, AFinAfterTheEmptyingReadEndsTheWait) {
   EXPECT_EQ(ec, asio::error::eof);
 }
 
+TEST(Drained, ASocketResetWithBytesStillToReadIsNotDrained) {
+  // A reset is no FIN: TCP_INQ reports 0 after the last bytes of a reset connection. When the
+  // reactor took the reset's edge before the read, no edge follows, and a read that called the
+  // socket empty left its wait hanging for good (a visitor that sent close_notify and reset,
+  // as wrk does, kept its stream open in the relay).
+  asio::io_context io;
+  drained_pair p(io, true);
+  bool drained = false;
+  error_code ec;
+  EXPECT_EQ(receive_text(p, drained, ec), "");
+  ASSERT_TRUE(drained);  // nothing yet: marked, so the reactor's next edge is what wakes us
+  std::optional<error_code> waited;
+  async_wait_readable(p.server, [&](error_code e) { waited = e; });
+  asio::write(p.client, asio::buffer(std::string("last words")));
+  p.client.set_option(asio::socket_base::linger(true, 0));
+  p.client.close();  // an RST right behind the bytes
+  std::this_thread::sleep_for(20ms);
+  io.run_for(5s);  // one epoll_wait takes the edge of both
+  ASSERT_TRUE(waited) << "the bytes never ended the wait";
+  EXPECT_EQ(receive_text(p, drained, ec), "last words");
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_FALSE(drained) << "a reset socket called empty: the wait after it never ends";
+
+  // Whatever the read said, the reset is what the caller learns next, at once.
+  io.restart();
+  waited.reset();
+  if (drained)
+    async_wait_readable(p.server, [&](error_code e) { waited = e; });
+  else
+    waited = error_code{};
+  io.run_for(1s);
+  ASSERT_TRUE(waited) << "the wait after the reset's last bytes never ended";
+  EXPECT_EQ(receive_text(p, drained, ec), "");
+  EXPECT_EQ(ec, asio::error::connection_reset) << ec.message();
+}
+
 TEST(Drained, ReceiveWhenReadyWaitsForBytesThenTheFin) {
   asio::io_context io;
   drained_pair p(io, true);

@@ -107,6 +107,55 @@ TEST_F(blind_test, ALocalServiceThatIsDownGetsA502FromTheAgent) {
   EXPECT_NE(page->find("not answering"), std::string::npos) << *page;
 }
 
+// wrk's way of ending a connection: read the answer, send close_notify, close at once, so the
+// relay gets the last bytes and a reset together. The relay's read of those bytes once called
+// the socket empty and waited for good: each such visitor kept a stream, a socket and the
+// agent's connection to the service open until the relay stopped.
+TEST_F(blind_test, VisitorsThatSendCloseNotifyAndResetLeaveNothingOpen) {
+  auto relay = start_relay({"--metrics-listen", "127.0.0.1:0"});
+  auto port = free_port();
+  auto service = start_file_service(port);
+  std::uint16_t share_port = 0;
+  auto agent = start_http_agent(relay, port, "web", share_port, "blind");
+  ASSERT_NE(share_port, 0);
+  const char* visitors = R"(
+import socket, ssl, struct, sys
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+done = 0
+for i in range(40):
+    raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+    s = ctx.wrap_socket(raw, server_hostname="web.burrow.localhost")
+    s.sendall(b"GET / HTTP/1.1\r\nHost: web.burrow.localhost\r\nConnection: close\r\n\r\n")
+    data = b""
+    while b"blind marker 5f3a" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    done += b"blind marker 5f3a" in data
+    s.setblocking(False)
+    try:
+        s.unwrap()  # close_notify out; the agent's is not waited for
+    except (ssl.SSLWantReadError, ssl.SSLError, OSError):
+        pass
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+print("answered", done)
+)";
+  auto python = child_process::start(
+      "visitors", {"/usr/bin/python3", "-c", visitors, std::to_string(share_port), agent_ca()});
+  ASSERT_TRUE(python);
+  ASSERT_EQ(python->wait_exit(60s), 0) << python->output();
+  EXPECT_NE(python->output().find("answered 40"), std::string::npos) << python->output();
+  double open = -1;
+  for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(50ms)) {
+    open = metric_value(fetch_metrics(relay.metrics_port), "burrow_relay_streams");
+    if (open == 0) break;
+  }
+  EXPECT_EQ(open, 0) << "visitor streams still open 5 s after the last visitor left";
+}
+
 TEST_F(blind_test, TheCertificateIsRenewedBeforeItExpires) {
   auto relay = start_relay({"--share-cert-lifetime", "12s"});
   auto port = free_port();
