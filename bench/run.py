@@ -42,7 +42,7 @@ from burrowbench.report import write_outputs  # noqa: E402
 from burrowbench.scaling import run_scaling  # noqa: E402
 from burrowbench.sysinfo import raise_nofile, run_meta, stripped_size  # noqa: E402
 from burrowbench.targets import Targets  # noqa: E402
-from burrowbench.workloads import run_rounds  # noqa: E402
+from burrowbench.rounds import run_rounds  # noqa: E402
 
 
 def _column_list(p: argparse.ArgumentParser, text: str) -> list[str]:

@@ -139,8 +139,9 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
         "",
         "**These numbers are noisy.** They come from one small, shared machine "
         f"({meta['nproc']} cores, other work running), all on 127.0.0.1. Each value is the "
-        "median over rounds; the modes run interleaved (the order rotates every round) and each "
-        "ratio is computed against socat *within* a round, then the median of those ratios "
+        "median over rounds; in a round each workload runs through every mode before the next "
+        "workload (the modes' order rotates every round), and each ratio is computed against "
+        "socat's run of the same workload *within* a round, then the median of those ratios "
         "is taken. Compare ratios, not absolute values, and re-run before drawing conclusions "
         "from small differences.",
         "",

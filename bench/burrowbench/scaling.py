@@ -7,7 +7,7 @@ from .common import log
 from .context import Context
 from .modes import BurrowWorkersMode
 from .summary import per_round_ratio, summarize
-from .workloads import run_mode_round
+from .rounds import run_round
 
 
 def run_scaling(ctx: Context, columns: list[str]) -> list[dict]:
@@ -19,7 +19,7 @@ def run_scaling(ctx: Context, columns: list[str]) -> list[dict]:
         order = modes[i % len(modes):] + modes[:i % len(modes)]
         log(f"scaling round {i + 1}/{ctx.args.rounds}: {', '.join(m.name for m in order)}")
         rounds.append({"round": i + 1, "order": [m.name for m in order],
-                       "results": {m.name: run_mode_round(ctx, m, columns) for m in order}})
+                       "results": run_round(ctx, order, columns)})
     return rounds
 
 

@@ -1,5 +1,5 @@
-"""The load generators (wrk, iperf3) and one round of a mode: its tunnels started, every
-column run through them (load, relay restart, many tunnels), memory measured, stopped."""
+"""The load generators (wrk, iperf3) and the columns of one mode: a load column, the relay
+restart, many tunnels, and the memory measured around them (rounds.py puts them in order)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 import re
 import time
 
-from .columns import COLUMNS, LOAD_KINDS, STEP_ERROR_LIMIT, WRK_ERROR_KINDS
+from .columns import COLUMNS, STEP_ERROR_LIMIT, WRK_ERROR_KINDS
 from .common import HERE, LOOPBACK, READY_TIMEOUT, BenchError, log
 from .context import Context
 from .modes import Mode
-from .net import http_get_ok, wait_http
+from .net import http_get_ok
 from .sysinfo import (PeakSampler, proc_status_kib, tree_cpu_seconds, tree_pss_kib,
                       tree_switches)
 
@@ -88,33 +88,33 @@ def run_iperf(ctx: "Context", mode: Mode, col: dict, port: int) -> dict:
             "bytes": recv.get("bytes")}
 
 
-def _rss_mib(pid: int | None, field: str = "VmRSS") -> float | None:
+def rss_mib(pid: int | None, field: str = "VmRSS") -> float | None:
     v = proc_status_kib(pid, field) if pid else None
     return None if v is None else v / 1024
 
 
-def _measure_empty(ctx: Context, mode: Mode, metrics: dict) -> None:
+def measure_empty(ctx: Context, mode: Mode, metrics: dict) -> None:
     """The relay (or sshd) right after it started, before any agent: "idle relay"."""
     mpid = mode.memory_pid()
     if not mpid:
         return
     time.sleep(ctx.args.settle)
     for key, field in (("rss_empty_mib", "VmRSS"), ("rss_empty_anon_mib", "RssAnon")):
-        v = _rss_mib(mpid, field)
+        v = rss_mib(mpid, field)
         if v is not None:
             metrics[key] = v
 
 
-def _measure_idle(ctx: Context, mode: Mode, metrics: dict) -> None:
+def measure_idle(ctx: Context, mode: Mode, metrics: dict) -> None:
     """Tunnels registered, no visitor yet: the relay / listener, the first agent, and every
     tunnel process together (sum of PSS, so shared pages count once)."""
     time.sleep(ctx.args.settle)
     mpid = mode.memory_pid()
     for key, field in (("rss_idle_mib", "VmRSS"), ("rss_idle_anon_mib", "RssAnon")):
-        v = _rss_mib(mpid, field)
+        v = rss_mib(mpid, field)
         if v is not None:
             metrics[key] = v
-    agent = _rss_mib(mode.agent_pid())
+    agent = rss_mib(mode.agent_pid())
     if agent is not None:
         metrics["agent_rss_idle_mib"] = agent
     if mode.tunnel:
@@ -161,7 +161,7 @@ def step_failure(raw: dict | None) -> str | None:
     return None
 
 
-def _run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> dict | None:
+def run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> dict | None:
     """One iperf3 or wrk column through the mode, with its tunnel CPU and the relay's (or
     listener's) largest RSS while it ran.  Returns the raw result (None if it failed)."""
     col = COLUMNS[c]
@@ -188,7 +188,7 @@ def _run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> 
     return raw
 
 
-def _run_restart(ctx: Context, mode: Mode, port: int, out: dict) -> None:
+def run_restart(ctx: Context, mode: Mode, port: int, out: dict) -> None:
     """The relay restarted under idle, registered tunnels: seconds from just before the new
     relay is spawned to the first GET that works through the tunnel (one try every 5 ms,
     each with a 0.5 s deadline).  The agents redial on their own, with their backoff."""
@@ -212,7 +212,7 @@ def _run_restart(ctx: Context, mode: Mode, port: int, out: dict) -> None:
         f"(old relay took {stop_s:.3f} s to exit; {tries} tries)")
 
 
-def _run_many(ctx: Context, mode: Mode, c: str, target_port: int, out: dict) -> None:
+def run_many(ctx: Context, mode: Mode, c: str, target_port: int, out: dict) -> None:
     n = COLUMNS[c]["count"]
     raw = mode.register_many(target_port, n)
     out["columns"][c] = raw
@@ -222,77 +222,3 @@ def _run_many(ctx: Context, mode: Mode, c: str, target_port: int, out: dict) -> 
     agent = "n/a" if raw["agent_mib"] is None else f"{raw['agent_mib']:.2f} MiB"
     log(f"  {mode.name:>8} {c:<18} {raw['register_s']:8.3f} s; server +"
         f"{raw['server_growth_mib']:.2f} MiB; agent {agent}")
-
-
-def run_mode_round(ctx: Context, mode: Mode, columns: list[str]) -> dict:
-    """Start the mode's tunnels, run every column through them, stop them.
-    Returns {"metrics": {...}, "columns": {col: raw}, "skipped": {col: why},
-    "errors": [...]}."""
-    t = ctx.targets
-    assert t is not None
-    out: dict = {"metrics": {}, "columns": {}, "skipped": {}, "errors": []}
-    metrics = out["metrics"]
-    skipped = [c for c in columns if not mode.runs(c)]
-    if skipped:
-        log(f"  {mode.name}: skipping {', '.join(skipped)} (not for this mode)")
-        columns = [c for c in columns if mode.runs(c)]
-    need_iperf = any(COLUMNS[c]["kind"] == "iperf" for c in columns)
-    need_http = not all(COLUMNS[c]["kind"] == "iperf" for c in columns)
-    sizes = mode.binaries()
-    if sizes and all(sizes.values()):
-        metrics["binary_mib"] = sum(sizes.values()) / 2**20
-    try:
-        t0 = time.monotonic()
-        mode.setup()
-        _measure_empty(ctx, mode, metrics)
-        http_port = mode.start(mode.http_target(t)) if need_http else 0
-        iperf_port = mode.start(t.iperf_port) if need_iperf else 0
-        out["registered_s"] = round(time.monotonic() - t0, 3)
-        _measure_idle(ctx, mode, metrics)
-        if need_http:
-            wait_http(http_port, "/1k.bin", f"{mode.name} -> nginx", tls=mode.tls,
-                      sni=mode.sni)
-        step_failed: dict[str, str] = {}  # ladder step -> why the next step is not run
-        for c in (c for c in columns if COLUMNS[c]["kind"] in LOAD_KINDS):
-            col = COLUMNS[c]
-            if col.get("after") in step_failed:
-                out["skipped"][c] = (f"stopped at {COLUMNS[col['after']]['conns']:,}: "
-                                     f"{step_failed[col['after']]}")
-                log(f"  {mode.name:>8} {c:<18} {out['skipped'][c]}")
-                continue
-            port = http_port if col["kind"] == "wrk" else iperf_port
-            raw = _run_load_column(ctx, mode, c, port, out)
-            if any(COLUMNS[x].get("after") == c for x in columns) and step_failure(raw):
-                step_failed[c] = step_failure(raw)
-        peak = _rss_mib(mode.memory_pid(), "VmHWM")  # before a restart starts a fresh relay
-        if peak is not None:
-            metrics["rss_peak_mib"] = peak
-        for c in (c for c in columns if COLUMNS[c]["kind"] not in LOAD_KINDS):
-            try:
-                if COLUMNS[c]["kind"] == "restart":
-                    _run_restart(ctx, mode, http_port, out)
-                else:
-                    _run_many(ctx, mode, c, mode.http_target(t), out)
-            except BenchError as e:
-                log(f"  {mode.name} {c}: FAILED: {e}")
-                out["errors"].append(f"{c}: {e}")
-    except BenchError as e:
-        log(f"  {mode.name}: FAILED: {e}")
-        out["errors"].append(str(e))
-    finally:
-        mode.stop()
-    return out
-
-
-def run_rounds(ctx: Context) -> list[dict]:
-    args = ctx.args
-    n = len(args.mode_list)
-    rounds = []
-    for i in range(args.rounds):
-        order = args.mode_list[i % n:] + args.mode_list[:i % n]
-        log(f"round {i + 1}/{args.rounds}: {', '.join(order)}")
-        rnd = {"round": i + 1, "order": order, "results": {}}
-        for m in order:
-            rnd["results"][m] = run_mode_round(ctx, ctx.modes[m], args.column_list)
-        rounds.append(rnd)
-    return rounds
