@@ -193,7 +193,8 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
            "for its exit, start it again with the same ports and state directory; the time "
            "runs from just before the new relay is spawned to the first successful GET "
            "through the tunnel (one try every 5 ms). The agents redial on their own with "
-           "their backoff (first delay 50-100 ms, doubling), which is part of this figure.",
+           "their backoff (after a relay that said it was going away: 12-25 ms, then 25-50 ms, "
+           "then 50-100 ms doubling), which is part of this figure.",
            "- 200 tunnels: one `burrow up` agent with 200 `[[service]]` tables (ssh-r: one "
            "ssh with 200 `-R`), from its start until all 200 public ports are announced "
            "(ssh-r: listening); relay VmRSS after minus before (ssh-r: PSS of sshd's process "

@@ -29,7 +29,10 @@ std::chrono::milliseconds backoff::base(int attempt) const {
 }
 
 std::chrono::milliseconds backoff::next() {
-  const auto b = base(attempts_).count();
+  // With a head start the usual schedule comes head_start_ attempts later, after halvings of
+  // the first delay.
+  const auto b = attempts_ < head_start_ ? base(0).count() >> (head_start_ - attempts_)
+                                         : base(attempts_ - head_start_).count();
   if (attempts_ < std::numeric_limits<int>::max()) ++attempts_;
   std::uniform_int_distribution<std::chrono::milliseconds::rep> pick(b / 2, b);
   return std::chrono::milliseconds(pick(rng_));

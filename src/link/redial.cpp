@@ -1,4 +1,5 @@
-// The redial loop: one log line per outage burst, backoff reset by every link that worked.
+// The redial loop: one log line per outage burst, backoff reset by every link that worked, and
+// a head start after a relay that said it was going away.
 #include "link/redial.hpp"
 
 #include <spdlog/spdlog.h>
@@ -38,6 +39,9 @@ asio::awaitable<void> redial(redial_plan plan) {
       std::string reason = co_await std::move(serving);
       if (*plan.stopping) co_return;
       spdlog::warn("link {} to relay {} lost: {}; reconnecting", plan.index, plan.relay, reason);
+      // Told it was going away: most likely a restart, whose successor listens within
+      // milliseconds. Dial again sooner, then back off as usual.
+      if (result.link->peer_going_away()) delays.restart_soon();
     } else if (unreachable_log.allow()) {
       spdlog::warn("relay {} unreachable: {}; retrying (every {} at most)", plan.relay,
                    result.error, format_duration(plan.backoff_max));

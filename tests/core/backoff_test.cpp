@@ -50,6 +50,34 @@ TEST(Backoff, ResetStartsOver) {
   EXPECT_LE(b.next(), 100ms);
 }
 
+TEST(Backoff, RestartSoonPutsTwoShortAttemptsBeforeTheUsualSchedule) {
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    backoff b(100ms, 5s, seed);
+    for (int n = 0; n < 5; ++n) b.next();
+    b.restart_soon();
+    EXPECT_EQ(b.attempts(), 0);
+    auto d = b.next();
+    EXPECT_GE(d, 12ms);
+    EXPECT_LE(d, 25ms);
+    d = b.next();
+    EXPECT_GE(d, 25ms);
+    EXPECT_LE(d, 50ms);
+    for (int n = 0; n < 6; ++n) {  // then 100 ms doubling, as after reset()
+      const auto base = std::min<std::chrono::milliseconds>(5s, 100ms * (1 << n));
+      d = b.next();
+      EXPECT_GE(d, base / 2) << n;
+      EXPECT_LE(d, base) << n;
+    }
+    b.reset();  // a connection that worked ends the head start
+    d = b.next();
+    EXPECT_GE(d, 50ms);
+    EXPECT_LE(d, 100ms);
+  }
+  backoff tiny(1ms, 5s, 3);  // halving a tiny first delay reaches 0: dial again at once
+  tiny.restart_soon();
+  EXPECT_EQ(tiny.next(), 0ms);
+}
+
 TEST(Backoff, DifferentSeedsGiveDifferentSequences) {
   backoff a(100ms, 5s, 1), b(100ms, 5s, 2), c(100ms, 5s, 1);
   std::vector<std::chrono::milliseconds> sa, sb, sc;
