@@ -34,11 +34,13 @@ asio::awaitable<void> drain_links(std::vector<std::shared_ptr<link>> links,
   if (active > 0) spdlog::warn("drain deadline passed; closing {} streams", active.load());
   std::string closed = who + " stopped";
   for (auto& l : links) asio::post(l->executor(), [l, closed] { l->close(closed); });
-  // Give the links a moment to flush their last frames; each link's own coroutine holds it.
+  // Give the links a moment to flush their last frames; each link's own coroutine holds it. They
+  // are usually done within a millisecond, and a restart waits for this process to exit: look
+  // often.
   deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (std::chrono::steady_clock::now() < deadline &&
          std::any_of(links.begin(), links.end(), [](auto& l) { return l.use_count() > 1; })) {
-    timer.expires_after(std::chrono::milliseconds(10));
+    timer.expires_after(std::chrono::milliseconds(1));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
 }
