@@ -43,7 +43,7 @@ class backoff {
   std::chrono::milliseconds first_;
   std::chrono::milliseconds cap_;
   int attempts_ = 0;
-  int head_start_ = 0;  // the schedule's base is first / 2^head_start_, doubling as usual
+  int head_start_ = 0;  // attempts that wait halved first delays before the usual schedule
   std::mt19937_64 rng_;
 };
 

@@ -160,6 +160,7 @@ void mark_drained(boost::asio::ip::tcp::socket& socket) {
       s->*member(drained_detail::mutex_tag{}));
   (s->*member(drained_detail::try_speculative_tag{}))[drained_detail::reactor::read_op] = false;
 }
+
 bool mark_drained_unless_hung_up(boost::asio::ip::tcp::socket& socket) {
   auto r = drained_detail::registration_of(socket);
   if (!r.owner) return true;
