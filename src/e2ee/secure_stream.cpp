@@ -210,9 +210,13 @@ asio::awaitable<void> secure_stream::write_all(asio::const_buffer b, error_code&
   auto* p = static_cast<const std::uint8_t*>(b.data());
   std::size_t left = b.size();
   for (;;) {
-    // Encrypt only while no flush runs, so the reader's flush never carries our bytes.
-    auto turn = wait_no_flush();
-    co_await std::move(turn);
+    // Encrypt only while no flush runs, so the reader's flush never carries our bytes. Asked
+    // here first, as in flush(): calling the coroutine costs a frame even when it has nothing
+    // to wait for.
+    if (flushing_) {
+      auto turn = wait_no_flush();
+      co_await std::move(turn);
+    }
     if (broken_) {
       ec = broken_;
       co_return;
@@ -246,8 +250,10 @@ asio::awaitable<void> secure_stream::write_all(asio::const_buffer b, error_code&
 
 asio::awaitable<void> secure_stream::shutdown_send(error_code& ec) {
   ec = {};
-  auto turn = wait_no_flush();
-  co_await std::move(turn);
+  if (flushing_) {
+    auto turn = wait_no_flush();
+    co_await std::move(turn);
+  }
   if (broken_) {
     ec = broken_;
     co_return;
@@ -288,8 +294,10 @@ asio::awaitable<void> secure_stream::wait_no_flush() {
 
 asio::awaitable<void> secure_stream::flush(error_code& ec) {
   ec = {};
-  auto turn = wait_no_flush();
-  co_await std::move(turn);
+  if (flushing_) {
+    auto turn = wait_no_flush();
+    co_await std::move(turn);
+  }
   if (broken_ && broken_ != asio::error::eof) {
     // A failed handshake still owes the peer its alert; anything else is past sending.
     if (handshake_done_ || stream_->is_reset()) {
