@@ -2,6 +2,7 @@
 // running together, with a queue between them that keeps pipelined requests in order.
 #include "http/proxy.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -12,6 +13,7 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -27,7 +29,13 @@ using clock = std::chrono::steady_clock;
 
 namespace {
 
+// Reads and body pieces start small and grow to these sizes once a message needs them: a
+// connection that carries small requests and responses (most of them, and every idle one) keeps
+// a few KiB per side instead of 16 KiB for each buffer (docs/performance.md, "Memory per HTTPS
+// visitor").
+constexpr std::size_t first_read_size = 4 * 1024;
 constexpr std::size_t read_size = 16 * 1024;
+constexpr std::size_t min_piece_size = 1024;
 constexpr std::size_t piece_size = 16 * 1024;
 constexpr std::size_t flush_at = 32 * 1024;
 constexpr std::size_t max_pipelined = 32;
@@ -37,22 +45,33 @@ struct inbound {
   duplex& io;
   boost::beast::flat_buffer buf{max_head_size + read_size};
   bool eof = false;
-  // Where the parser puts decoded body bytes; made on the first body and kept for the
-  // connection, so a response costs no allocation of its own.
+  std::size_t next_read = first_read_size;  // read_size after a read that filled its room
+  // Where the parser puts decoded body bytes: made for the first body that has any, grown when a
+  // later one can use more, and kept for the connection, so responses of one size cost no
+  // allocation of their own.
   std::unique_ptr<char[]> piece = nullptr;
+  std::size_t piece_capacity = 0;
 
-  char* piece_buffer() {
-    if (!piece) piece = std::make_unique<char[]>(piece_size);
+  std::size_t capacity() const { return buf.capacity() + piece_capacity; }
+
+  // A piece of at least `want` bytes (within min_piece_size and piece_size).
+  char* piece_buffer(std::size_t want) {
+    want = std::clamp(want, min_piece_size, piece_size);
+    if (piece_capacity < want) {
+      piece_capacity = std::min(piece_size, std::max(want, 2 * piece_capacity));
+      piece = std::make_unique_for_overwrite<char[]>(piece_capacity);
+    }
     return piece.get();
   }
 
   asio::awaitable<error_code> fill() {
-    std::size_t room = std::min(read_size, buf.max_size() - buf.size());
+    std::size_t room = std::min(next_read, buf.max_size() - buf.size());
     if (room == 0) co_return bh::error::header_limit;
     error_code ec;
     auto reading = io.read_some(buf.prepare(room), ec);
     std::size_t n = co_await std::move(reading);
     buf.commit(n);
+    if (n == room) next_read = read_size;
     if (ec == asio::error::eof) eof = true;
     co_return ec;
   }
@@ -118,11 +137,16 @@ asio::awaitable<error_code> read_head(inbound& in, Parser& p, outbound& out) {
 template <class Parser>
 asio::awaitable<error_code> forward_body(inbound& in, Parser& p, outbound& out) {
   bool chunked = p.chunked();
-  char* piece = in.piece_buffer();
   while (!p.is_done()) {
+    // No more than the body still to come, or than the bytes in hand can decode to.
+    std::size_t want = in.buf.size();
+    if (auto left = p.content_length_remaining())
+      want = static_cast<std::size_t>(std::min<std::uint64_t>(*left, want));
+    char* piece = in.piece_buffer(want);
+    const std::size_t room = in.piece_capacity;
     auto& body = p.get().body();
     body.data = piece;
-    body.size = piece_size;
+    body.size = room;
     error_code ec = bh::error::need_more;
     std::size_t used = 0;
     if (in.buf.size() > 0) {
@@ -130,7 +154,7 @@ asio::awaitable<error_code> forward_body(inbound& in, Parser& p, outbound& out) 
       in.buf.consume(used);
     }
     if (ec == bh::error::need_buffer) ec = {};
-    std::size_t produced = piece_size - body.size;
+    std::size_t produced = room - body.size;
     if (produced > 0) {
       if (chunked)
         append_chunk(out.pending, piece, produced);
@@ -191,6 +215,8 @@ class session {
   asio::awaitable<proxy_result> run() {
     using namespace asio::experimental::awaitable_operators;
     co_await ((requests() && responses()) || watchdog());
+    result_.buffer_capacity = from_visitor_.capacity() + from_local_.capacity() +
+                              to_visitor_.pending.capacity() + to_local_.pending.capacity();
     co_return result_;
   }
 

@@ -6,6 +6,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -29,6 +30,9 @@ struct proxy_result {
   std::size_t requests = 0;
   bool upgraded = false;
   std::string error;  // why it ended early, for a log line; empty when it ended cleanly
+  // Bytes of buffer the proxy held when it ended: both sides' read buffers, body pieces and
+  // outgoing bytes (for tests; small messages keep them small).
+  std::size_t buffer_capacity = 0;
 };
 
 // Reads the request head (a bounded while), sends `response`, half-closes, and waits for the

@@ -14,8 +14,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cctype>
+#include <cstdio>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "harness/net.hpp"
 
@@ -350,6 +353,145 @@ TEST(HttpProxy, ABodyThatEndsWithTheConnectionIsDeliveredWhole) {
   EXPECT_EQ(test::sha256_hex(body), test::sha256_hex(big));
   ::close(fd);
   EXPECT_TRUE(rig.finished(5s));
+}
+
+// Reads until `have` holds at least `n` bytes; false at EOF or the deadline.
+bool read_to_size(int fd, std::string& have, std::size_t n, std::chrono::milliseconds deadline) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  char buf[65536];
+  while (have.size() < n) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    ssize_t got = ::recv(fd, buf, sizeof buf, 0);
+    if (got <= 0) return false;
+    have.append(buf, static_cast<std::size_t>(got));
+  }
+  return true;
+}
+
+// Reads one response whose body is framed by Content-Length or chunked, from `have` and then
+// `fd`; returns its body (decoded) and leaves in `have` what follows it.
+std::optional<std::string> read_response_body(int fd, std::string& have,
+                                              std::chrono::milliseconds deadline) {
+  auto head = read_until(fd, "\r\n\r\n", deadline, &have);
+  if (!head) return std::nullopt;
+  have = *head;
+  auto end = have.find("\r\n\r\n") + 4;
+  std::string lower_head = have.substr(0, end);
+  for (auto& c : lower_head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (auto at = lower_head.find("content-length: "); at != std::string::npos) {
+    std::size_t n = std::stoul(lower_head.substr(at + 16));
+    if (!read_to_size(fd, have, end + n, deadline)) return std::nullopt;
+    std::string body = have.substr(end, n);
+    have.erase(0, end + n);
+    return body;
+  }
+  for (;;) {  // chunked: until the whole body decodes
+    if (auto body = dechunk(std::string_view(have).substr(end))) {
+      have.clear();  // one response at a time here: nothing follows it yet
+      return body;
+    }
+    if (!read_to_size(fd, have, have.size() + 1, deadline)) return std::nullopt;
+  }
+}
+
+TEST(HttpProxy, BodiesOfEverySizeCrossWholeOnOneConnection) {
+  // Sizes around each step of the proxy's growing reads (4 KiB, then 16 KiB) and body pieces
+  // (1 KiB, doubling to 16 KiB), large ones, and small ones after large ones.
+  const std::vector<std::size_t> sizes = {0,    1,     1023,  1024,  1025,   4095, 4096,
+                                          4097, 16383, 16384, 16385, 70000,  7,    250000,
+                                          3,    2048,  32769, 1,     100000, 0};
+  std::vector<std::string> uploads;
+  proxy_rig rig([&](int fd) {
+    std::string have;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      auto head = read_until(fd, "\r\n\r\n", 10s, &have);
+      if (!head) return;
+      have = *head;
+      auto end = have.find("\r\n\r\n") + 4;
+      if (!read_to_size(fd, have, end + sizes[i], 10s)) return;
+      uploads.push_back(have.substr(end, sizes[i]));
+      have.erase(0, end + sizes[i]);
+      std::string body = test::deterministic_bytes(sizes[i], 100 + i);
+      std::string answer;
+      if (i % 2 == 0) {
+        answer =
+            "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+      } else {
+        answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        std::size_t chunk = 1 + i * 997;  // chunks of another size in each response
+        for (std::size_t at = 0; at < body.size(); at += chunk) {
+          std::size_t n = std::min(chunk, body.size() - at);
+          char size[32];
+          std::snprintf(size, sizeof size, "%zx\r\n", n);
+          answer += size + body.substr(at, n) + "\r\n";
+        }
+        answer += "0\r\n\r\n";
+      }
+      if (!test::write_all(fd, answer, 10s)) return;
+    }
+    read_until(fd, "never", 5s);
+  });
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  std::string have;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::string upload = test::deterministic_bytes(sizes[i], 200 + i);
+    ASSERT_TRUE(test::write_all(fd,
+                                "POST /" + std::to_string(i) +
+                                    " HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+                                    std::to_string(upload.size()) + "\r\n\r\n" + upload,
+                                10s));
+    auto body = read_response_body(fd, have, 10s);
+    ASSERT_TRUE(body) << "response " << i;
+    EXPECT_EQ(body->size(), sizes[i]) << "response " << i;
+    EXPECT_EQ(test::sha256_hex(*body),
+              test::sha256_hex(test::deterministic_bytes(sizes[i], 100 + i)))
+        << "response " << i;
+  }
+  ::close(fd);
+  EXPECT_TRUE(rig.finished(5s));
+  rig.join_local();
+  ASSERT_EQ(uploads.size(), sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    EXPECT_EQ(test::sha256_hex(uploads[i]),
+              test::sha256_hex(test::deterministic_bytes(sizes[i], 200 + i)))
+        << "upload " << i;
+  EXPECT_EQ(rig.result().requests, sizes.size());
+}
+
+TEST(HttpProxy, SmallMessagesKeepSmallBuffers) {
+  // The 1 KiB benchmark's traffic: every proxied HTTPS visitor held 16 KiB for each side's
+  // reads and for each body piece, whatever the messages' size.
+  const std::string body = test::deterministic_bytes(1024, 7);
+  constexpr int requests = 50;
+  proxy_rig rig([&](int fd) {
+    std::string have;
+    for (int i = 0; i < requests; ++i) {
+      auto head = read_until(fd, "\r\n\r\n", 10s, &have);
+      if (!head) return;
+      have = head->substr(head->find("\r\n\r\n") + 4);
+      if (!test::write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1024\r\n\r\n" + body, 10s))
+        return;
+    }
+    read_until(fd, "never", 5s);
+  });
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  std::string have;
+  for (int i = 0; i < requests; ++i) {
+    ASSERT_TRUE(test::write_all(fd, "GET /1k HTTP/1.1\r\nHost: web\r\n\r\n", 10s));
+    auto got = read_response_body(fd, have, 10s);
+    ASSERT_TRUE(got) << "response " << i;
+    ASSERT_EQ(*got, body);
+  }
+  ::close(fd);
+  EXPECT_TRUE(rig.finished(5s));
+  EXPECT_EQ(rig.result().requests, static_cast<std::size_t>(requests));
+  EXPECT_LE(rig.result().buffer_capacity, 16u * 1024);
 }
 
 TEST(HttpProxy, ALocalServiceThatClosesWithoutAnswerGives502) {
