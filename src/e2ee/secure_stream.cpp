@@ -30,7 +30,8 @@ constexpr std::size_t max_plaintext_record = 16 * 1024;
 // Encrypting this much (three records) before a flush turns a large write into few link frames,
 // each within the link's default max_frame of 64 KiB, and bounds what waits in memory.
 constexpr std::size_t flush_threshold = 48 * 1024;
-// What one feed takes from the stream at most: a whole record, its header and tag.
+// What one feed takes at most: a whole record, its header and tag. Over a socket feeds start
+// smaller and grow to this after one that filled its buffer.
 constexpr std::size_t feed_size = max_plaintext_record + 512;
 
 bool alpn_agreed(SSL* ssl, std::string_view required) {
@@ -47,6 +48,26 @@ secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_
                              std::string_view required_alpn)
     : stream_(std::move(s)), required_alpn_(required_alpn) {
   if (!ctx || !stream_) throw std::invalid_argument("secure_stream: null context or stream");
+  carrier_ = make_stream_carrier(stream_);
+  read_size_ = carrier_->first_read_size();
+  start(ctx, role);
+  // A busy session keeps its record buffers (releasing them costs two 17 KiB allocations per
+  // request); a quiet one gives them back, with ours, when the link's keeper says so.
+  SSL_clear_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
+  stream_->on_quiet([this] { release_buffers(); });
+}
+
+secure_stream::secure_stream(SSL_CTX* ctx, asio::ip::tcp::socket& socket, tls_role role,
+                             std::string_view required_alpn)
+    : required_alpn_(required_alpn) {
+  if (!ctx) throw std::invalid_argument("secure_stream: null context");
+  carrier_ = make_socket_carrier(socket);
+  read_size_ = carrier_->first_read_size();
+  start(ctx, role);
+  SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
+}
+
+void secure_stream::start(SSL_CTX* ctx, tls_role role) {
   ssl_ = SSL_new(ctx);
   if (!ssl_) tls::throw_openssl_error("SSL_new failed");
   BIO* bio = tls::new_buffer_bio(&io_);
@@ -55,10 +76,6 @@ secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_
     tls::throw_openssl_error("cannot make the end-to-end BIO");
   }
   SSL_set_bio(ssl_, bio, bio);  // one BIO both ways; the SSL takes its single reference
-  // A busy session keeps its record buffers (releasing them costs two 17 KiB allocations per
-  // request); a quiet one gives them back, with ours, when the link's keeper says so.
-  SSL_clear_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
-  stream_->on_quiet([this] { release_buffers(); });
   if (role == tls_role::client)
     SSL_set_connect_state(ssl_);
   else
@@ -66,7 +83,7 @@ secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_
 }
 
 secure_stream::~secure_stream() {
-  stream_->on_quiet({});
+  if (stream_) stream_->on_quiet({});
   SSL_free(ssl_);
 }
 
@@ -172,7 +189,7 @@ asio::awaitable<error_code> secure_stream::await_peer_fin() {
   error_code ec;
   if (io_.in.empty()) {
     std::uint8_t extra = 0;
-    auto read = stream_->read_some(asio::buffer(&extra, 1), ec);
+    auto read = carrier_->read_some(asio::buffer(&extra, 1), ec);
     co_await std::move(read);
   }
   if (ec == asio::error::eof) {
@@ -188,14 +205,16 @@ asio::awaitable<error_code> secure_stream::await_peer_fin() {
 asio::awaitable<error_code> secure_stream::feed() {
   // Waiting comes first and holds no buffer, so a quiet session can give io_.in back; then the
   // stream's bytes go straight into it, one copy.
-  auto ready = stream_->wait_readable();
+  auto ready = carrier_->wait_readable();
   co_await std::move(ready);
   error_code ec;
   feeding_ = true;
-  auto* into = io_.in.prepare(feed_size);
-  auto read = stream_->read_some(asio::buffer(into, feed_size), ec);
+  const std::size_t size = read_size_;
+  auto* into = io_.in.prepare(size);
+  auto read = carrier_->read_some(asio::buffer(into, size), ec);
   std::size_t n = co_await std::move(read);
   feeding_ = false;
+  if (n == size) read_size_ = feed_size;
   if (ec == asio::error::eof) ec = asio::ssl::error::stream_truncated;  // FIN, no close_notify
   if (ec) {
     if (!broken_) broken_ = ec;
@@ -273,12 +292,12 @@ asio::awaitable<void> secure_stream::shutdown_send(error_code& ec) {
   }
   auto flushed = flush(ec);
   co_await std::move(flushed);
-  if (!ec) stream_->shutdown_send();
+  if (!ec) carrier_->shutdown_send();
 }
 
 void secure_stream::abort(proto::stream_status why) {
   if (!broken_) broken_ = asio::error::operation_aborted;
-  stream_->reset(why);  // pending stream reads and writes end with connection_reset
+  carrier_->reset(why);  // pending reads and writes end with an error
 }
 
 asio::awaitable<void> secure_stream::wait_no_flush() {
@@ -300,7 +319,7 @@ asio::awaitable<void> secure_stream::flush(error_code& ec) {
   }
   if (broken_ && broken_ != asio::error::eof) {
     // A failed handshake still owes the peer its alert; anything else is past sending.
-    if (handshake_done_ || stream_->is_reset()) {
+    if (handshake_done_ || carrier_->is_reset()) {
       ec = broken_;
       co_return;
     }
@@ -325,7 +344,7 @@ asio::awaitable<void> secure_stream::drain(error_code& ec) {
   flushing_guard guard{this};
   while (!sending_.empty() || !io_.out.empty()) {
     if (sending_.empty()) std::swap(sending_, io_.out);
-    auto write = stream_->write_some(asio::buffer(sending_.data(), sending_.size()), ec);
+    auto write = carrier_->write_some(asio::buffer(sending_.data(), sending_.size()), ec);
     std::size_t n = co_await std::move(write);
     if (ec) {
       if (!broken_) broken_ = ec;

@@ -1,18 +1,21 @@
 // TLS inside a link stream, driven through in-memory buffers rather than asio::ssl::stream so that
 // each side can half-close: close_notify goes out, then the stream's FIN, and reading goes on.
-// The relay forwarding the stream only ever sees ciphertext.
+// The relay forwarding the stream only ever sees ciphertext. The same engine serves TLS over a
+// TCP socket (an inspected share URL at the relay), holding only the buffers its traffic needs.
 #pragma once
 
 #include <openssl/ssl.h>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <string_view>
 
+#include "e2ee/carrier.hpp"
 #include "e2ee/contexts.hpp"
 #include "link/byte_buffer.hpp"
 #include "link/event.hpp"
@@ -38,6 +41,10 @@ class secure_stream {
   // default); empty accepts any outcome, as a web server does.
   secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_role role,
                 std::string_view required_alpn = alpn_protocol);
+  // Over a TCP socket, which must outlive this. OpenSSL gives its record buffers back whenever
+  // they are empty (no keeper tells a socket's session that it is quiet), and reads start small.
+  secure_stream(SSL_CTX* ctx, boost::asio::ip::tcp::socket& socket, tls_role role,
+                std::string_view required_alpn);
   ~secure_stream();  // frees the SSL and takes its quiet hook off the stream
   secure_stream(const secure_stream&) = delete;
   secure_stream& operator=(const secure_stream&) = delete;
@@ -47,6 +54,7 @@ class secure_stream {
   std::size_t buffer_capacity() const {
     return io_.in.capacity() + io_.out.capacity() + sending_.capacity();
   }
+  // The link stream it runs over; only for a secure_stream made over one.
   link::stream& stream() { return *stream_; }
 
   // Runs the handshake; a client's caller has set verification, SNI and session on
@@ -72,9 +80,12 @@ class secure_stream {
   boost::asio::awaitable<void> drain(boost::system::error_code& ec);
   boost::asio::awaitable<boost::system::error_code> await_peer_fin();
   boost::system::error_code failed(int ssl_error);
-  void release_buffers();  // the stream's quiet hook
+  void start(SSL_CTX* ctx, tls_role role);  // the SSL and its BIO, for both constructors
+  void release_buffers();                   // the stream's quiet hook
 
-  std::shared_ptr<link::stream> stream_;
+  std::shared_ptr<link::stream> stream_;  // null over a socket
+  std::unique_ptr<carrier> carrier_;
+  std::size_t read_size_ = 0;  // what the next feed reads at most
   SSL* ssl_ = nullptr;
   tls::bio_buffers io_;        // ciphertext between OpenSSL and the stream
   link::byte_buffer sending_;  // swapped out of io_.out; the flusher hands it to the stream

@@ -1,4 +1,4 @@
-// The duplex adapters: TCP socket, TLS in a link stream, and a bare link stream.
+// The duplex adapters: TCP socket, TLS (in a link stream or over a socket), and a bare link stream.
 #include "http/duplex.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -58,40 +58,15 @@ class tcp_duplex final : public duplex {
   bool drained_ = true;  // the last read left the socket empty: wait for epoll's edge first
 };
 
-class ssl_duplex final : public duplex {
- public:
-  explicit ssl_duplex(asio::ssl::stream<asio::ip::tcp::socket>& s) : tls_(s) {}
-  asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
-    auto [e, n] = co_await tls_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
-    // A visitor that just closes TCP after its last request is common; it is the end, not an
-    // attack on a message (the HTTP framing says whether a message was cut short).
-    ec = e == asio::ssl::error::stream_truncated ? asio::error::eof : e;
-    co_return n;
-  }
-  asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
-    auto [e, n] = co_await asio::async_write(tls_, b, asio::as_tuple(asio::use_awaitable));
-    ec = e;
-  }
-  asio::awaitable<void> shutdown_send(error_code& ec) override {
-    tls_.next_layer().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-    co_return;
-  }
-  void abort() override {
-    error_code ignored;
-    tls_.next_layer().set_option(asio::socket_base::linger(true, 0), ignored);
-    tls_.next_layer().close(ignored);
-  }
-
- private:
-  asio::ssl::stream<asio::ip::tcp::socket>& tls_;
-};
-
 class tls_duplex final : public duplex {
  public:
-  explicit tls_duplex(e2ee::secure_stream& tls) : tls_(tls) {}
+  tls_duplex(e2ee::secure_stream& tls, bool truncation_is_eof)
+      : tls_(tls), truncation_is_eof_(truncation_is_eof) {}
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
     auto reading = tls_.read_some(b, ec);
-    co_return co_await std::move(reading);
+    std::size_t n = co_await std::move(reading);
+    if (truncation_is_eof_ && ec == asio::ssl::error::stream_truncated) ec = asio::error::eof;
+    co_return n;
   }
   asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
     auto writing = tls_.write_all(b, ec);
@@ -105,6 +80,7 @@ class tls_duplex final : public duplex {
 
  private:
   e2ee::secure_stream& tls_;
+  bool truncation_is_eof_;
 };
 
 class stream_duplex final : public duplex {
@@ -135,11 +111,8 @@ class stream_duplex final : public duplex {
 std::unique_ptr<duplex> make_tcp_duplex(asio::ip::tcp::socket& socket) {
   return std::make_unique<tcp_duplex>(socket);
 }
-std::unique_ptr<duplex> make_ssl_duplex(asio::ssl::stream<asio::ip::tcp::socket>& tls) {
-  return std::make_unique<ssl_duplex>(tls);
-}
-std::unique_ptr<duplex> make_tls_duplex(e2ee::secure_stream& tls) {
-  return std::make_unique<tls_duplex>(tls);
+std::unique_ptr<duplex> make_tls_duplex(e2ee::secure_stream& tls, bool truncation_is_eof) {
+  return std::make_unique<tls_duplex>(tls, truncation_is_eof);
 }
 std::unique_ptr<duplex> make_stream_duplex(std::shared_ptr<link::stream> stream) {
   return std::make_unique<stream_duplex>(std::move(stream));

@@ -5,7 +5,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <memory>
@@ -36,12 +35,11 @@ class duplex {
 
 // A TCP socket (the local service). The socket must outlive the duplex.
 std::unique_ptr<duplex> make_tcp_duplex(boost::asio::ip::tcp::socket& socket);
-// TLS over a TCP socket, handshake done (inspect mode at the relay). Its half-close is TCP's
-// alone: Asio's TLS shutdown would wait for the peer's close_notify while a read is pending.
-std::unique_ptr<duplex> make_ssl_duplex(
-    boost::asio::ssl::stream<boost::asio::ip::tcp::socket>& tls);
-// TLS inside a link stream, handshake done (blind mode at the agent).
-std::unique_ptr<duplex> make_tls_duplex(e2ee::secure_stream& tls);
+// TLS inside a link stream (blind mode at the agent) or over a socket (inspect mode at the
+// relay), handshake done. With `truncation_is_eof`, a peer that closes TCP without close_notify
+// ends its side as EOF does (a visitor that just closes after its last request is common, and the
+// HTTP framing says whether a message was cut short).
+std::unique_ptr<duplex> make_tls_duplex(e2ee::secure_stream& tls, bool truncation_is_eof = false);
 // A link stream carrying HTTP in the clear (after the relay ended TLS, or plain HTTP).
 std::unique_ptr<duplex> make_stream_duplex(std::shared_ptr<link::stream> stream);
 

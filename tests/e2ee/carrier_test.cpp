@@ -1,0 +1,222 @@
+// secure_stream over a TCP socket (the relay's end of an inspected share URL): both ways with a
+// half-close, a peer that closes TCP without close_notify, an abort, and the buffers it keeps
+// for small records. Both ends are secure_streams over real loopback sockets.
+#include "e2ee/carrier.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <optional>
+
+#include "e2ee/secure_stream.hpp"
+#include "e2ee/session.hpp"
+#include "harness/net.hpp"
+#include "tls/contexts.hpp"
+
+namespace burrow::e2ee::over_socket {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+using namespace std::chrono_literals;
+
+// A web server's context (as the relay's) and a client that does not check the certificate.
+struct contexts {
+  asio::ssl::context server = tls::make_web_server_context(test::test_agent().pair);
+  asio::ssl::context client{asio::ssl::context::tls_client};
+  contexts() { client.set_verify_mode(asio::ssl::verify_none); }
+};
+
+// Two connected loopback sockets with a secure_stream over each, handshakes done.
+struct socket_session {
+  tcp::socket client_socket, server_socket;
+  std::unique_ptr<secure_stream> client, server;
+  error_code client_ec, server_ec;
+  explicit socket_session(const asio::any_io_executor& ex) : client_socket(ex), server_socket(ex) {}
+};
+
+asio::awaitable<std::unique_ptr<socket_session>> open(contexts* ctx) {
+  using namespace asio::experimental::awaitable_operators;
+  auto ex = co_await asio::this_coro::executor;
+  auto s = std::make_unique<socket_session>(ex);
+  tcp::acceptor acceptor(ex, {asio::ip::make_address("127.0.0.1"), 0});
+  co_await (acceptor.async_accept(s->server_socket, asio::use_awaitable) &&
+            s->client_socket.async_connect(acceptor.local_endpoint(), asio::use_awaitable));
+  s->server = std::make_unique<secure_stream>(ctx->server.native_handle(), s->server_socket,
+                                              tls_role::server, "");
+  s->client = std::make_unique<secure_stream>(ctx->client.native_handle(), s->client_socket,
+                                              tls_role::client, "");
+  auto client_shake = s->client->handshake();
+  auto server_shake = s->server->handshake();
+  auto [c, v] = co_await (std::move(client_shake) && std::move(server_shake));
+  s->client_ec = c;
+  s->server_ec = v;
+  co_return s;
+}
+
+template <class T>
+std::optional<T> run(asio::io_context& ioc, asio::awaitable<T> body) {
+  auto result = asio::co_spawn(ioc, std::move(body), asio::use_future);
+  ioc.run_for(30s);
+  if (result.wait_for(0s) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
+
+struct exchange_result {
+  error_code handshake_ec, request_read_ec, reply_ec, reply_read_ec;
+  std::string request, reply;
+};
+
+asio::awaitable<exchange_result> exchange(contexts* ctx, std::string request) {
+  exchange_result r;
+  auto opened = open(ctx);
+  auto s = co_await std::move(opened);
+  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  if (r.handshake_ec) co_return r;
+  // The client sends everything and half-closes (close_notify, then FIN); the server reads to
+  // the end and only then answers on the same connection.
+  using namespace asio::experimental::awaitable_operators;
+  auto sending = test::send_and_close(s->client.get(), std::move(request));
+  auto reading = test::read_to_end(s->server.get(), &r.request_read_ec);
+  auto [sent_ec, got] = co_await (std::move(sending) && std::move(reading));
+  r.request = std::move(got);
+  if (sent_ec) r.request_read_ec = sent_ec;
+  auto replying = test::send_and_close(s->server.get(), "reply");
+  r.reply_ec = co_await std::move(replying);
+  auto read_reply = test::read_to_end(s->client.get(), &r.reply_read_ec);
+  r.reply = co_await std::move(read_reply);
+  co_return r;
+}
+
+TEST(SecureStreamOverASocket, CarriesBothWaysAndHalfCloses) {
+  asio::io_context ioc;
+  contexts ctx;
+  // Large enough that reads grow from their first small size to whole records.
+  std::string request = test::deterministic_bytes(3 << 20, 11);
+  auto r = run(ioc, exchange(&ctx, request));
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_EQ(r->request_read_ec, asio::error::eof) << r->request_read_ec.message();
+  EXPECT_EQ(r->request.size(), request.size());
+  EXPECT_EQ(test::sha256_hex(r->request), test::sha256_hex(request));
+  EXPECT_FALSE(r->reply_ec) << r->reply_ec.message();
+  EXPECT_EQ(r->reply, "reply");
+  EXPECT_EQ(r->reply_read_ec, asio::error::eof) << r->reply_read_ec.message();
+}
+
+struct truncation_result {
+  error_code handshake_ec, read_ec;
+  std::string received;
+};
+
+asio::awaitable<truncation_result> truncated(contexts* ctx) {
+  truncation_result r;
+  auto opened = open(ctx);
+  auto s = co_await std::move(opened);
+  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  if (r.handshake_ec) co_return r;
+  error_code ec;
+  auto writing = s->client->write_all(asio::buffer(std::string_view("cut")), ec);
+  co_await std::move(writing);
+  s->client_socket.shutdown(tcp::socket::shutdown_send, ec);  // a FIN, no close_notify
+  auto reading = test::read_to_end(s->server.get(), &r.read_ec);
+  r.received = co_await std::move(reading);
+  co_return r;
+}
+
+TEST(SecureStreamOverASocket, AFinWithoutCloseNotifyIsTruncation) {
+  asio::io_context ioc;
+  contexts ctx;
+  auto r = run(ioc, truncated(&ctx));
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_EQ(r->received, "cut");
+  EXPECT_EQ(r->read_ec, asio::ssl::error::stream_truncated) << r->read_ec.message();
+}
+
+struct abort_result {
+  error_code handshake_ec, read_ec, write_ec;
+};
+
+asio::awaitable<abort_result> aborted(contexts* ctx) {
+  abort_result r;
+  auto opened = open(ctx);
+  auto s = co_await std::move(opened);
+  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  if (r.handshake_ec) co_return r;
+  s->server->abort(proto::stream_status::cancelled);  // an RST to the client
+  auto reading = test::read_to_end(s->client.get(), &r.read_ec);
+  co_await std::move(reading);
+  auto writing = s->server->write_all(asio::buffer(std::string_view("late")), r.write_ec);
+  co_await std::move(writing);
+  co_return r;
+}
+
+TEST(SecureStreamOverASocket, AbortResetsTheConnection) {
+  asio::io_context ioc;
+  contexts ctx;
+  auto r = run(ioc, aborted(&ctx));
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_EQ(r->read_ec, asio::error::connection_reset) << r->read_ec.message();
+  EXPECT_TRUE(r->write_ec);  // nothing goes out after an abort
+}
+
+struct small_result {
+  error_code handshake_ec, ec;
+  int answered = 0;
+  std::size_t server_buffers = 0;
+};
+
+asio::awaitable<small_result> small_records(contexts* ctx) {
+  small_result r;
+  auto opened = open(ctx);
+  auto s = co_await std::move(opened);
+  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  if (r.handshake_ec) co_return r;
+  std::string request(200, 'q'), reply(1300, 'r');
+  for (int i = 0; i < 50 && !r.ec; ++i) {
+    auto asking = s->client->write_all(asio::buffer(request), r.ec);
+    co_await std::move(asking);
+    std::string got;
+    while (!r.ec && got.size() < request.size()) {
+      char buf[4096];
+      auto reading = s->server->read_some(asio::buffer(buf), r.ec);
+      got.append(buf, co_await std::move(reading));
+    }
+    auto answering = s->server->write_all(asio::buffer(reply), r.ec);
+    co_await std::move(answering);
+    std::string back;
+    while (!r.ec && back.size() < reply.size()) {
+      char buf[4096];
+      auto reading = s->client->read_some(asio::buffer(buf), r.ec);
+      back.append(buf, co_await std::move(reading));
+    }
+    if (!r.ec && got == request && back == reply) ++r.answered;
+  }
+  r.server_buffers = s->server->buffer_capacity();
+  co_return r;
+}
+
+TEST(SecureStreamOverASocket, SmallRecordsKeepSmallBuffers) {
+  asio::io_context ioc;
+  contexts ctx;
+  auto r = run(ioc, small_records(&ctx));
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_FALSE(r->ec) << r->ec.message();
+  EXPECT_EQ(r->answered, 50);
+  // Reads of 4 KiB and the records' own bytes (12 KiB in all here); a session over a link stream
+  // reads 16.5 KiB at once, and asio's TLS stream holds 68 KiB per connection.
+  EXPECT_LE(r->server_buffers, 16u * 1024);
+}
+
+}  // namespace
+}  // namespace burrow::e2ee::over_socket
