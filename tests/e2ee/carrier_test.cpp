@@ -1,6 +1,7 @@
 // secure_stream over a TCP socket (the relay's end of an inspected share URL): both ways with a
-// half-close, a peer that closes TCP without close_notify, an abort, and the buffers it keeps
-// for small records. Both ends are secure_streams over real loopback sockets.
+// half-close, a peer that closes TCP without close_notify, an abort, a handshake deadline, and
+// the buffers it keeps for small records. Both ends are secure_streams over real loopback
+// sockets.
 #include "e2ee/carrier.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <boost/asio/use_future.hpp>
 #include <optional>
 
+#include "core/deadline.hpp"
 #include "e2ee/secure_stream.hpp"
 #include "e2ee/session.hpp"
 #include "harness/net.hpp"
@@ -216,6 +218,42 @@ TEST(SecureStreamOverASocket, SmallRecordsKeepSmallBuffers) {
   // Reads of 4 KiB and the records' own bytes (12 KiB in all here); a session over a link stream
   // reads 16.5 KiB at once, and asio's TLS stream holds 68 KiB per connection.
   EXPECT_LE(r->server_buffers, 16u * 1024);
+}
+
+struct silent_result {
+  bool timed_out = false;
+  std::chrono::milliseconds took{0};
+};
+
+// A visitor that connects and sends nothing: the handshake's deadline ends it, its wait on the
+// socket cancelled.
+asio::awaitable<silent_result> silent_client(contexts* ctx) {
+  using namespace asio::experimental::awaitable_operators;
+  auto ex = co_await asio::this_coro::executor;
+  tcp::socket client(ex), server(ex);
+  tcp::acceptor acceptor(ex, {asio::ip::make_address("127.0.0.1"), 0});
+  co_await (acceptor.async_accept(server, asio::use_awaitable) &&
+            client.async_connect(acceptor.local_endpoint(), asio::use_awaitable));
+  silent_result r;
+  auto start = std::chrono::steady_clock::now();
+  {
+    secure_stream tls(ctx->server.native_handle(), server, tls_role::server, "");
+    auto shaking = tls.handshake();
+    auto shaken = co_await with_deadline(std::move(shaking), 200ms);
+    r.timed_out = !shaken;
+  }
+  r.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
+  co_return r;
+}
+
+TEST(SecureStreamOverASocket, AHandshakeDeadlineEndsASilentVisitor) {
+  asio::io_context ioc;
+  contexts ctx;
+  auto r = run(ioc, silent_client(&ctx));
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_LT(r->took, 5s);
 }
 
 }  // namespace
