@@ -16,8 +16,6 @@ using boost::system::error_code;
 
 namespace {
 
-// A whole record with its header and tag.
-constexpr std::size_t record_read_size = 16 * 1024 + 512;
 // A request or a small response in one read, the handshake's first flight in one or two.
 constexpr std::size_t small_read_size = 4 * 1024;
 
@@ -35,7 +33,7 @@ class stream_carrier final : public carrier {
   void shutdown_send() override { stream_->shutdown_send(); }
   void reset(proto::stream_status why) override { stream_->reset(why); }
   bool is_reset() const override { return stream_->is_reset(); }
-  std::size_t first_read_size() const override { return record_read_size; }
+  std::size_t first_read_size() const override { return whole_record_read; }
 
  private:
   std::shared_ptr<link::stream> stream_;

@@ -18,6 +18,9 @@ class stream;
 
 namespace burrow::e2ee {
 
+// What a read of a whole TLS record needs: 16 KiB of plaintext, its header and tag.
+inline constexpr std::size_t whole_record_read = 16 * 1024 + 512;
+
 // At most one read (wait_readable, then read_some) and one write at a time, on the carrier's
 // executor.
 class carrier {

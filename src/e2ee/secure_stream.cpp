@@ -30,9 +30,6 @@ constexpr std::size_t max_plaintext_record = 16 * 1024;
 // Encrypting this much (three records) before a flush turns a large write into few link frames,
 // each within the link's default max_frame of 64 KiB, and bounds what waits in memory.
 constexpr std::size_t flush_threshold = 48 * 1024;
-// What one feed takes at most: a whole record, its header and tag. Over a socket feeds start
-// smaller and grow to this after one that filled its buffer.
-constexpr std::size_t feed_size = max_plaintext_record + 512;
 
 bool alpn_agreed(SSL* ssl, std::string_view required) {
   if (required.empty()) return true;
@@ -214,7 +211,7 @@ asio::awaitable<error_code> secure_stream::feed() {
   auto read = carrier_->read_some(asio::buffer(into, size), ec);
   std::size_t n = co_await std::move(read);
   feeding_ = false;
-  if (n == size) read_size_ = feed_size;
+  if (n == size) read_size_ = whole_record_read;  // reads that started small (over a socket) grow
   if (ec == asio::error::eof) ec = asio::ssl::error::stream_truncated;  // FIN, no close_notify
   if (ec) {
     if (!broken_) broken_ = ec;
