@@ -96,7 +96,9 @@ asio::awaitable<dial_result> dial_relay(dial_options o, asio::ssl::context& ctx,
   const bool want_plain = o.encryption == link_encryption::none;
   if (want_plain) hello.link_encryption = "none";
   hello.sealed_frames = o.encryption == link_encryption::tls;
+  hello.own_records = !want_plain;
   const bool hello_sealed = hello.sealed_frames;
+  const bool hello_own = hello.own_records;
   auto send_hello = write_control_frame(tls, std::move(hello));
   auto sent = co_await with_deadline(std::move(send_hello), o.timeout);
   if (!sent || *sent) {
@@ -151,8 +153,8 @@ asio::awaitable<dial_result> dial_relay(dial_options o, asio::ssl::context& ctx,
     spdlog::warn("link {}: the relay did not agree to an unencrypted link; it stays on TLS",
                  o.link_name);
   out.failure = dial_failure::none;
-  out.link =
-      std::make_shared<link>(std::move(tls), link_role::dialer, limits, o.link_name, encryption);
+  out.link = std::make_shared<link>(std::move(tls), link_role::dialer, limits, o.link_name,
+                                    encryption, hello_own && w->own_records);
   co_return out;
 }
 

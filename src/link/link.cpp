@@ -33,9 +33,10 @@ constexpr std::size_t every_record = std::numeric_limits<std::size_t>::max();
 }  // namespace
 
 link::link(tls_stream socket, link_role role, link_limits limits, std::string name,
-           link_encryption encryption)
+           link_encryption encryption, bool own_records)
     : socket_(std::move(socket)),
       encryption_(encryption),
+      own_records_(own_records && encryption != link_encryption::none),
       hold_writes_(role == link_role::acceptor),
       first_read_event_(socket_.get_executor()),
       executor_(socket_.get_executor()),
@@ -60,7 +61,8 @@ asio::awaitable<std::string> link::run(handlers h) {
   bool ready = true;
   if (encryption_ != link_encryption::none) {
     try {
-      tls_ = std::make_unique<link_tls>(socket_.native_handle());
+      tls_ = std::make_unique<link_tls>(socket_.native_handle(), own_records_,
+                                        role_ == link_role::dialer);
     } catch (const std::exception& e) {
       ready = false;
       close_reason_ = std::string("cannot take over the TLS session: ") + e.what();

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -55,9 +56,10 @@ class link : public std::enable_shared_from_this<link> {
     std::function<void()> on_go_away;
   };
 
-  // `encryption`: what hello and welcome agreed (tls: with sealed frames).
+  // `encryption`: what hello and welcome agreed (tls: with sealed frames); `own_records`: they
+  // agreed on the link's own records (record_protection.hpp) after the welcome.
   link(tls_stream socket, link_role role, link_limits limits, std::string name,
-       link_encryption encryption = link_encryption::full);
+       link_encryption encryption = link_encryption::full, bool own_records = false);
   ~link();
   link(const link&) = delete;
   link& operator=(const link&) = delete;
@@ -79,6 +81,13 @@ class link : public std::enable_shared_from_this<link> {
   const std::string& name() const { return name_; }
   const link_limits& limits() const { return limits_; }
   link_encryption encryption() const { return encryption_; }
+  bool own_records() const { return own_records_; }
+  // How the link's records are protected after the welcome, for logs.
+  std::string_view protection() const {
+    return encryption_ == link_encryption::none ? "unencrypted"
+           : own_records_                       ? "own TLS 1.3 records"
+                                                : "OpenSSL's TLS 1.3 records";
+  }
   bool sealed_frames() const { return encryption_ == link_encryption::tls; }
   // A reloaded relay configuration; on the link's executor.
   void set_stream_idle_timeout(std::chrono::milliseconds t) { limits_.stream_idle_timeout = t; }
@@ -152,6 +161,7 @@ class link : public std::enable_shared_from_this<link> {
 
   tls_stream socket_;  // its TLS engine did the handshake and the opening exchange only
   link_encryption encryption_;
+  bool own_records_;
   std::unique_ptr<link_tls> tls_;  // the session from then on; null on an unencrypted link
   // After the welcome, the link leaves asio's TLS engine (for link_tls, or for plain bytes). The
   // acceptor writes nothing until the dialer's first bytes arrive, and the dialer opens with a

@@ -19,7 +19,7 @@ namespace {
 constexpr std::size_t max_record_plaintext = 16 * 1024;
 }
 
-link_tls::link_tls(SSL* ssl) : ssl_(ssl) {
+link_tls::link_tls(SSL* ssl, bool own_records, bool dialer) : ssl_(ssl) {
   if (!ssl_) throw std::invalid_argument("link_tls: no TLS session");
   BIO* old = SSL_get_rbio(ssl_);
   if (old && BIO_ctrl_wpending(old) != 0)
@@ -36,9 +36,13 @@ link_tls::link_tls(SSL* ssl) : ssl_(ssl) {
   SSL_set_bio(ssl_, ours, ours);  // frees asio's half of its BIO pair; the SSL takes ours
   // One SSL_write then encrypts the whole batch instead of stopping after each record.
   SSL_clear_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE);
+  if (own_records) own_ = record_protection::from_session(ssl_, dialer);
 }
 
+link_tls::~link_tls() = default;
+
 error_code link_tls::encrypt(std::span<const std::uint8_t> plain) {
+  if (own_) return own_->seal(plain, io_.out);
   while (!plain.empty()) {
     int len = static_cast<int>(std::min<std::size_t>(plain.size(), INT_MAX / 2));
     tls::clear_error_queue();
@@ -50,6 +54,11 @@ error_code link_tls::encrypt(std::span<const std::uint8_t> plain) {
 }
 
 error_code link_tls::decrypt(byte_buffer& plain, std::size_t records) {
+  if (own_) {
+    if (records > io_.in.size())
+      return boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+    return open_own(plain, records, true);
+  }
   io_.in_limit = records;
   error_code ec = decrypt(plain);
   const bool left_over = io_.in_limit != 0;
@@ -61,6 +70,7 @@ error_code link_tls::decrypt(byte_buffer& plain, std::size_t records) {
 }
 
 error_code link_tls::decrypt(byte_buffer& plain) {
+  if (own_) return open_own(plain, io_.in.size(), false);
   for (;;) {
     tls::clear_error_queue();
     int r = SSL_read(ssl_, plain.prepare(max_record_plaintext), max_record_plaintext);
@@ -75,6 +85,16 @@ error_code link_tls::decrypt(byte_buffer& plain) {
     }
     return tls::session_error(err);
   }
+}
+
+error_code link_tls::open_own(byte_buffer& plain, std::size_t limit, bool whole) {
+  std::size_t used = 0;
+  error_code ec = own_->open(io_.in.bytes().first(limit), plain, used);
+  io_.in.consume(used);
+  if (!ec && whole && used != limit)  // a run of whole records is taken whole, as above
+    ec = boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+  if (io_.in.empty()) io_.in.clear();
+  return ec;
 }
 
 }  // namespace burrow::link

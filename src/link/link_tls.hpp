@@ -1,7 +1,9 @@
 // The link's TLS session once its opening exchange is done, driven through memory buffers rather
 // than asio::ssl::stream. Asio's stream moves one record (at most 16 KiB) per system call; here a
 // whole batch of frames becomes several records sent with one write, and one read takes in every
-// record the socket holds (docs/performance.md).
+// record the socket holds (docs/performance.md). When hello and welcome agreed on the link's own
+// records, those records are record_protection's, keyed from this session, and OpenSSL's record
+// layer is no longer used.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -9,10 +11,12 @@
 #include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 
 #include "link/byte_buffer.hpp"
+#include "link/record_protection.hpp"
 #include "tls/buffer_bio.hpp"
 
 namespace burrow::link {
@@ -23,8 +27,10 @@ class link_tls {
   // made it: ciphertext already read into its BIO moves to ours, and ours replaces it. The
   // opening exchange guarantees nothing of the peer's is still in asio's own buffers: each side
   // stays silent until the other's control frame has been read (link.hpp). Throws
-  // std::runtime_error when the session still has ciphertext to send.
-  explicit link_tls(SSL* ssl);
+  // std::runtime_error when the session still has ciphertext to send. `own_records`: records after
+  // the welcome are record_protection's, with the keys of this side (`dialer` or not).
+  explicit link_tls(SSL* ssl, bool own_records = false, bool dialer = false);
+  ~link_tls();
   link_tls(const link_tls&) = delete;
   link_tls& operator=(const link_tls&) = delete;
 
@@ -53,8 +59,12 @@ class link_tls {
   void trim_read(std::size_t keep) { io_.in.trim(keep); }
 
  private:
+  // Opens own records among the first `limit` bytes received; `whole`: they must all be taken.
+  boost::system::error_code open_own(byte_buffer& plain, std::size_t limit, bool whole);
+
   SSL* ssl_;
   tls::bio_buffers io_;
+  std::unique_ptr<record_protection> own_;  // null: OpenSSL's record layer
 };
 
 }  // namespace burrow::link

@@ -34,7 +34,8 @@ asio::awaitable<void> redial(redial_plan plan) {
     }
     if (result.link) {
       delays.reset();
-      spdlog::info("link {} connected to relay {}", plan.index, plan.relay);
+      spdlog::info("link {} connected to relay {} ({})", plan.index, plan.relay,
+                   result.link->protection());
       auto serving = plan.serve(result.link);
       std::string reason = co_await std::move(serving);
       if (*plan.stopping) co_return;

@@ -177,6 +177,7 @@ std::string encode_control(const control_message& m) {
                            {"software", h.software}};
             if (!h.link_encryption.empty()) o["link_encryption"] = h.link_encryption;
             if (h.sealed_frames) o["sealed_frames"] = true;
+            if (h.own_records) o["own_records"] = true;
             return o;
           },
           [](const welcome& w) {
@@ -189,6 +190,7 @@ std::string encode_control(const control_message& m) {
                            {"ping_timeout_ms", w.ping_timeout_ms}};
             if (!w.link_encryption.empty()) o["link_encryption"] = w.link_encryption;
             if (w.sealed_frames) o["sealed_frames"] = true;
+            if (w.own_records) o["own_records"] = true;
             return o;
           },
           [](const register_services& r) {
@@ -258,6 +260,7 @@ control_decode decode_control(std::string_view text) {
     r.str("software", h.software);
     r.str("link_encryption", h.link_encryption);
     r.boolean("sealed_frames", h.sealed_frames);
+    r.boolean("own_records", h.own_records);
     if (r.ok) out.message = std::move(h);
   } else if (type == "welcome") {
     welcome w;
@@ -269,6 +272,7 @@ control_decode decode_control(std::string_view text) {
     r.num("ping_timeout_ms", w.ping_timeout_ms);
     r.str("link_encryption", w.link_encryption);
     r.boolean("sealed_frames", w.sealed_frames);
+    r.boolean("own_records", w.own_records);
     if (r.ok) out.message = w;
   } else if (type == "register") {
     register_services reg;

@@ -24,6 +24,9 @@ struct hello {
   // The dialer can send and take sealed frames: end-to-end encrypted streams' frames outside the
   // link's TLS (docs/protocol.md, section 4b).
   bool sealed_frames = false;
+  // The dialer can protect the link's records itself after the welcome, with keys from the TLS
+  // session's exporter (docs/protocol.md, section 4c).
+  bool own_records = false;
 };
 
 // The relay's answer to a good hello: the version chosen and the limits of this link.
@@ -36,6 +39,7 @@ struct welcome {
   std::uint32_t ping_timeout_ms = 0;
   std::string link_encryption{};  // "none" when the relay granted hello's request; else empty
   bool sealed_frames = false;     // the relay agrees to sealed frames on this link
+  bool own_records = false;       // the relay agrees to the link's own records
 };
 
 // A share URL's access rules as an inspect-mode relay enforces them: digests and crypt hashes

@@ -168,7 +168,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
                    static_cast<std::uint32_t>(lim.ping_interval.count()),
                    static_cast<std::uint32_t>(lim.ping_timeout.count()),
                    std::string(plain ? "none" : ""),
-                   mode == link::link_encryption::tls};
+                   mode == link::link_encryption::tls,
+                   hello->own_records && !plain};
   auto send_welcome = link::write_control_frame(tls, w);
   if (auto sent = co_await with_deadline(std::move(send_welcome), handshake_timeout());
       !sent || *sent) {
@@ -178,7 +179,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
 
   std::string name = (visitor ? "visitor " : "agent ") + who + " session " +
                      hello->session.substr(0, 8) + " link " + std::to_string(hello->link_index);
-  auto l = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, lim, name, mode);
+  auto l = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, lim, name, mode,
+                                        w.own_records);
   if (plain) spdlog::warn("{}: link without encryption", name);
   if (grant) {
     l->set_rate_limiter(grant->limiter());  // every stream of the link counts against the cap
@@ -194,7 +196,7 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
   link::link* raw = l.get();
   link::link::handlers h;
   if (visitor) {
-    spdlog::info("{} connected ({})", name, hello->software);
+    spdlog::info("{} connected ({}, {})", name, hello->software, l->protection());
     h.on_control = [name](proto::control_message) {
       spdlog::warn("{}: control message from a visitor ignored", name);
     };
@@ -211,7 +213,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
                    "visitor stream");
     };
   } else {
-    spdlog::info("{} connected ({}, token {})", name, hello->software, grant->id());
+    spdlog::info("{} connected ({}, token {}, {})", name, hello->software, grant->id(),
+                 l->protection());
     serve_agent(h, raw, owner_id{grant->id(), hello->session}, name, grant);
   }
   std::string reason = co_await l->run(std::move(h));

@@ -101,6 +101,30 @@ TEST_F(link_encryption_test, EndToEndTunnelsRunOverUnencryptedLinks) {
   check_bystander(visitor.port);
 }
 
+// Encrypted links (tls, the default, and full) protect their records themselves after the
+// welcome, with keys from the TLS session's exporter; both ends say so, and tunnels carry their
+// bytes intact. (capture_test opens these records with the relay's logged keys.)
+TEST_F(link_encryption_test, EncryptedLinksRunOnTheirOwnRecords) {
+  tcp_server echo(server_mode::echo);
+  for (const char* mode : {"tls", "full"}) {
+    auto relay = start_relay({"--link-encryption", mode});
+    ASSERT_NE(relay.agent_port, 0);
+    auto agent = start_agent(relay, echo.port(), {"--links", "2"});
+    ASSERT_NE(agent.public_port, 0);
+    EXPECT_TRUE(logged(*relay.proc, R"(link 1 connected \(burrow/.*, own TLS 1\.3 records\))"))
+        << mode << "\n"
+        << relay.proc->output();
+    EXPECT_TRUE(logged(*agent.proc, R"(link 1 connected to relay .* \(own TLS 1\.3 records\))"))
+        << mode << "\n"
+        << agent.proc->output();
+    EXPECT_EQ(concurrent_echoes(agent.public_port, 100), 100);
+    const std::string up = deterministic_bytes(4u << 20, 5);
+    auto back = exchange(agent.public_port, up, 30s);
+    ASSERT_TRUE(back) << mode;
+    EXPECT_EQ(sha256_hex(*back), sha256_hex(up)) << mode;
+  }
+}
+
 TEST_F(link_encryption_test, ABadValueIsAClearError) {
   tcp_server echo(server_mode::echo);
   auto relay = start_relay();

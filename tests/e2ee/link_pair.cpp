@@ -3,8 +3,10 @@
 #include "e2ee/link_pair.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,10 +32,11 @@ void ignore_end(std::exception_ptr, std::string) {}
 }  // namespace
 
 link_pair::link_pair(asio::io_context& ioc, link::link_limits limits,
-                     link::link_encryption encryption)
+                     link::link_encryption encryption, bool own_records)
     : ioc_(ioc),
       limits_(limits),
       encryption_(encryption),
+      own_records_(own_records),
       acceptor_(ioc, {asio::ip::make_address("127.0.0.1"), 0}),
       accepted_event_(ioc.get_executor()) {}
 
@@ -66,8 +69,12 @@ asio::awaitable<void> link_pair::accept_far() {
   link::tls_stream tls(std::move(socket), ctx);
   auto handshake = tls.async_handshake(asio::ssl::stream_base::server, asio::use_awaitable);
   co_await std::move(handshake);
+  // The welcome's place in the opening exchange: one record through OpenSSL, which the near end
+  // reads after the session tickets that precede it, as a dialer reads the relay's welcome.
+  auto welcome = asio::async_write(tls, asio::buffer("w", 1), asio::use_awaitable);
+  co_await std::move(welcome);
   far_ = std::make_shared<link::link>(std::move(tls), link::link_role::acceptor, limits_, "far",
-                                      encryption_);
+                                      encryption_, own_records_);
   link::link::handlers h;
   h.on_open = [this](std::shared_ptr<link::stream> s, proto::open_metadata) {
     far_->accept(*s);
@@ -95,9 +102,12 @@ asio::awaitable<void> link_pair::dial_near() {
       &outcome);
   auto handshake = tls.async_handshake(asio::ssl::stream_base::client, asio::use_awaitable);
   co_await std::move(handshake);
+  char welcome = 0;
+  auto reading = asio::async_read(tls, asio::buffer(&welcome, 1), asio::use_awaitable);
+  co_await std::move(reading);
   near_fd_ = ::dup(tls.next_layer().native_handle());
   near_ = std::make_shared<link::link>(std::move(tls), link::link_role::dialer, limits_, "near",
-                                       encryption_);
+                                       encryption_, own_records_);
   asio::co_spawn(ioc_, near_->run({}), ignore_end);
 }
 

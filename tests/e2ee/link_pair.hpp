@@ -29,9 +29,12 @@ struct stream_ends {
 
 class link_pair {
  public:
-  // `encryption`: what both links run, as if hello and welcome had agreed on it.
+  // `encryption` and `own_records`: what both links run, as if hello and welcome had agreed on
+  // it (own records, as the relay and agent agree; false: OpenSSL's records, as with an older
+  // peer).
   explicit link_pair(boost::asio::io_context& ioc, link::link_limits limits = {},
-                     link::link_encryption encryption = link::link_encryption::full);
+                     link::link_encryption encryption = link::link_encryption::full,
+                     bool own_records = true);
   ~link_pair();
   link_pair(const link_pair&) = delete;
   link_pair& operator=(const link_pair&) = delete;
@@ -60,6 +63,7 @@ class link_pair {
   boost::asio::io_context& ioc_;
   link::link_limits limits_;
   link::link_encryption encryption_;
+  bool own_records_;
   int near_fd_ = -1;          // a duplicate of the near link's socket, for inject()
   int near_send_buffer_ = 0;  // 0: the kernel's default
   std::string far_ended_;

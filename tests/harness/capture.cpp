@@ -210,13 +210,14 @@ void capture::sync(clock::time_point until) {
   }
 }
 
-std::vector<std::string> raw_runs(const fs::path& pcap, const std::vector<std::uint16_t>& ports) {
+std::vector<tcp_direction> raw_directions(const fs::path& pcap,
+                                          const std::vector<std::uint16_t>& ports) {
   std::vector<std::string> args{"-n",         "-r", pcap.string(), "-T", "fields",     "-e",
                                 "tcp.stream", "-e", "tcp.srcport", "-e", "tcp.payload"};
   if (!ports.empty()) args.insert(args.end(), {"-Y", "tcp.port in {" + join(ports, ", ") + "}"});
   // One line per frame, "stream<TAB>source port<TAB>hex payload"; the payload is empty for a bare
   // ACK and all three are for the probe datagrams.
-  std::vector<std::string> runs;  // one per direction of a stream, in order of first appearance
+  std::vector<tcp_direction> runs;  // one per direction of a stream, in order of first appearance
   std::map<std::string, std::size_t> run_of;
   for (const auto& line : lines_of(run_tshark(pcap, args))) {
     const auto tab = line.rfind('\t');
@@ -224,10 +225,23 @@ std::vector<std::string> raw_runs(const fs::path& pcap, const std::vector<std::u
     if (tab + 1 == line.size()) continue;
     const auto direction = line.substr(0, tab);
     auto [it, fresh] = run_of.emplace(direction, runs.size());
-    if (fresh) runs.emplace_back();
-    if (!append_hex(std::string_view(line).substr(tab + 1), runs[it->second]))
+    if (fresh) {
+      const auto first_tab = direction.find('\t');
+      tcp_direction d;
+      d.stream = direction.substr(0, first_tab);
+      if (first_tab != std::string::npos)
+        d.source_port = static_cast<std::uint16_t>(std::stoul(direction.substr(first_tab + 1)));
+      runs.push_back(std::move(d));
+    }
+    if (!append_hex(std::string_view(line).substr(tab + 1), runs[it->second].bytes))
       fail("unexpected tshark output: " + line.substr(0, 80), nullptr);
   }
+  return runs;
+}
+
+std::vector<std::string> raw_runs(const fs::path& pcap, const std::vector<std::uint16_t>& ports) {
+  std::vector<std::string> runs;
+  for (auto& d : raw_directions(pcap, ports)) runs.push_back(std::move(d.bytes));
   return runs;
 }
 
@@ -283,6 +297,10 @@ std::string decrypted_bytes(const fs::path& pcap, const fs::path& keylog,
     }
   }
   if (in_data) fail("tshark follow output ended in the middle of a report", nullptr);
+  // The links' records after the welcome are their own: tshark cannot open them, the key log can.
+  std::ifstream log(keylog);
+  const std::string keys{std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>()};
+  bytes += open_own_records(raw_directions(pcap, tls_ports), keys);
   return bytes;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/link_records.hpp"
+
 namespace burrow::test {
 
 class child_process;
@@ -48,12 +50,16 @@ class capture {
 // not empty.
 std::string raw_bytes(const std::filesystem::path& pcap,
                       const std::vector<std::uint16_t>& ports = {});
-// The same, one string per direction of each stream, in order of first appearance.
+// The same, one run per direction of each stream, in order of first appearance.
+std::vector<tcp_direction> raw_directions(const std::filesystem::path& pcap,
+                                          const std::vector<std::uint16_t>& ports = {});
+// Only the bytes of each such run.
 std::vector<std::string> raw_runs(const std::filesystem::path& pcap,
                                   const std::vector<std::uint16_t>& ports = {});
 
 // The decrypted TLS application data of every TCP stream to or from `tls_ports`, each direction of
-// each stream as one run, using the secrets in the NSS key log `keylog`. Empty when nothing could
+// each stream as one run, using the secrets in the NSS key log `keylog`: what tshark decrypts,
+// then the links' own records (link_records.hpp). Empty when nothing could
 // be decrypted (no handshake in the capture, or no keys for it).
 std::string decrypted_bytes(const std::filesystem::path& pcap, const std::filesystem::path& keylog,
                             const std::vector<std::uint16_t>& tls_ports);

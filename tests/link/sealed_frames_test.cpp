@@ -114,6 +114,21 @@ TEST(SealedFrames, ALinkWithoutThemCarriesASealedStreamInsideItsTls) {
   EXPECT_EQ(r->near.sealed_bytes_out + r->far.sealed_bytes_out, 0u);
 }
 
+TEST(SealedFrames, OpenSslsRecordsStillCarryALinkWithAnOlderPeer) {
+  // A peer from before the link's own records: hello and welcome leave them out.
+  asio::io_context ioc;
+  test::link_pair pair(ioc, {}, link_encryption::tls, false);
+  const std::string big = test::deterministic_bytes(1 << 20, 15);
+  const std::string back = test::deterministic_bytes(256 << 10, 16);
+  auto r = test::run_with_links(ioc, pair, mixed(&pair, &big, &back));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(pair.near().own_records());
+  EXPECT_TRUE(r->sealed_up == big);
+  EXPECT_TRUE(r->plain_up == big);
+  EXPECT_TRUE(r->sealed_down == back);
+  EXPECT_GE(r->near.sealed_bytes_out, big.size());
+}
+
 std::string sealed_frame(std::uint32_t id, std::string_view payload) {
   std::string f(proto::sealed_frame_overhead, '\0');
   proto::encode_sealed_header(
@@ -197,6 +212,26 @@ TEST(SealedFrames, ALinkWithoutThemTakesNoSealedFrame) {
   EXPECT_NE(r->far_ended, "");
   EXPECT_EQ(r->far_ended.find("sealed"), std::string::npos) << r->far_ended;
 }
+
+// A record that looks right but was not sealed by the peer: the link's own records, and
+// OpenSSL's for an older peer, both end the link rather than deliver it.
+class ForgedRecord : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ForgedRecord, EndsTheLink) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc, {}, link_encryption::tls, GetParam());
+  std::string record = {23, 3, 3, 0, 40};
+  record += test::deterministic_bytes(40, 17);
+  auto r = test::run_with_links(ioc, pair, inject(&pair, false, record));
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->sent);
+  EXPECT_NE(r->far_ended, "");
+  if (GetParam()) {
+    EXPECT_NE(r->far_ended.find("failed authentication"), std::string::npos) << r->far_ended;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OwnOrOpenSsl, ForgedRecord, ::testing::Bool());
 
 }  // namespace
 }  // namespace burrow::link

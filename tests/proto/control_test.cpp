@@ -116,6 +116,23 @@ TEST(Control, LinkEncryptionIsOptionalInHelloAndWelcome) {
   EXPECT_FALSE(decode_control(R"({"type":"welcome","version":1,"link_encryption":7})").message);
 }
 
+TEST(Control, OwnRecordsAreOfferedGrantedAndMarkedOnlyWhenTrue) {
+  hello h{{1}, "agent", "brw_x", "s1", 0, "burrow/test"};
+  EXPECT_FALSE(round_trip(h).own_records);
+  EXPECT_EQ(encode_control(h).find("own_records"), std::string::npos);
+  h.own_records = true;
+  EXPECT_TRUE(round_trip(h).own_records);
+  welcome w{1, 65536, 262144, 65536, 5000, 5000};
+  EXPECT_FALSE(round_trip(w).own_records);
+  w.own_records = true;
+  EXPECT_TRUE(round_trip(w).own_records);
+  // A relay from before them answers without the field: the link keeps OpenSSL's records.
+  auto old = decode_control(R"({"type":"welcome","version":1,"max_frame":65536})");
+  ASSERT_TRUE(old.message);
+  EXPECT_FALSE(std::get<welcome>(*old.message).own_records);
+  EXPECT_FALSE(decode_control(R"({"type":"welcome","version":1,"own_records":"yes"})").message);
+}
+
 TEST(Control, SealedFramesAreOfferedGrantedAndMarkedOnlyWhenTrue) {
   hello h{{1}, "agent", "brw_x", "s1", 0, "burrow/test"};
   EXPECT_FALSE(round_trip(h).sealed_frames);

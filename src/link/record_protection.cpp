@@ -1,0 +1,233 @@
+// The link's own records: keys from the exporter, one AEAD call per record.
+#include "link/record_protection.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/tls1.h>
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
+
+#include "proto/wire_unit.hpp"
+
+namespace burrow::link {
+
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::size_t iv_size = 12;
+constexpr std::size_t header_size = proto::tls_record_header;
+constexpr std::uint8_t application_data = proto::tls_application_data;
+constexpr std::string_view exporter_label = "EXPORTER-burrow-link-records";
+
+class record_category_impl : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "link records"; }
+  std::string message(int ev) const override {
+    switch (static_cast<record_error>(ev)) {
+      case record_error::bad_record:
+        return "a link record whose header is not TLS 1.3 application data or whose length is "
+               "out of range";
+      case record_error::authentication_failed:
+        return "a link record failed authentication (changed, cut, replayed or not the peer's)";
+      case record_error::bad_content_type:
+        return "a link record of a content type other than application data";
+      case record_error::crypto_failed:
+        return "the link's record keys could not be made or used";
+    }
+    return "link record error";
+  }
+};
+
+const EVP_CIPHER* evp_cipher(record_cipher c) {
+  switch (c) {
+    case record_cipher::aes_128_gcm:
+      return EVP_aes_128_gcm();
+    case record_cipher::aes_256_gcm:
+      return EVP_aes_256_gcm();
+    case record_cipher::chacha20_poly1305:
+      return EVP_chacha20_poly1305();
+  }
+  return nullptr;
+}
+
+void write_header(std::uint8_t* p, std::size_t body) {
+  p[0] = application_data;
+  p[1] = 3;
+  p[2] = 3;
+  p[3] = static_cast<std::uint8_t>(body >> 8);
+  p[4] = static_cast<std::uint8_t>(body);
+}
+
+}  // namespace
+
+const boost::system::error_category& record_category() {
+  static const record_category_impl category;
+  return category;
+}
+
+error_code make_error_code(record_error e) {
+  return {static_cast<int>(e), record_category()};
+}
+
+// One direction's AEAD state: its key's context, IV and the next record's sequence number.
+struct record_protection::direction {
+  direction(record_cipher c, exporter keys, std::string sender, bool sealing, std::uint64_t per_key)
+      : cipher(evp_cipher(c)),
+        ctx(EVP_CIPHER_CTX_new()),
+        keys(std::move(keys)),
+        sender(std::move(sender)),
+        sealing(sealing),
+        per_key(per_key) {
+    if (!cipher || !ctx || per_key == 0 || !rekey())
+      throw std::runtime_error("cannot make the link's record keys");
+  }
+  ~direction() { EVP_CIPHER_CTX_free(ctx); }
+
+  // Takes the key and IV of `generation` from the exporter.
+  bool rekey() {
+    const auto key_size = static_cast<std::size_t>(EVP_CIPHER_get_key_length(cipher));
+    std::array<std::uint8_t, 32 + iv_size> material{};
+    if (key_size + iv_size > material.size()) return false;
+    const std::string context = sender + " key " + std::to_string(generation);
+    const bool ok =
+        keys(context, std::span(material.data(), key_size + iv_size)) &&
+        EVP_CipherInit_ex(ctx, cipher, nullptr, material.data(), nullptr, sealing ? 1 : 0) == 1;
+    std::copy_n(material.data() + key_size, iv_size, iv.begin());
+    OPENSSL_cleanse(material.data(), material.size());
+    return ok;
+  }
+
+  // Sets the nonce of the next record (IV XOR its sequence number, as TLS 1.3 does).
+  bool start_record() {
+    std::array<std::uint8_t, iv_size> nonce = iv;
+    for (std::size_t i = 0; i < 8; ++i)
+      nonce[iv_size - 1 - i] ^= static_cast<std::uint8_t>(sequence >> (8 * i));
+    return EVP_CipherInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data(), -1) == 1;
+  }
+
+  // After a record: the next sequence number, or the next key after per_key records.
+  bool advance() {
+    if (++sequence < per_key) return true;
+    sequence = 0;
+    ++generation;
+    return rekey();
+  }
+
+  const EVP_CIPHER* cipher;
+  EVP_CIPHER_CTX* ctx;
+  exporter keys;
+  std::string sender;  // "dialer" or "acceptor": whose records these are
+  bool sealing;
+  std::uint64_t per_key;
+  std::array<std::uint8_t, iv_size> iv{};
+  std::uint64_t sequence = 0;
+  std::uint32_t generation = 0;
+};
+
+record_protection::record_protection(record_cipher cipher, exporter keys, bool dialer,
+                                     std::uint64_t records_per_key)
+    : send_(std::make_unique<direction>(cipher, keys, dialer ? "dialer" : "acceptor", true,
+                                        records_per_key)),
+      receive_(std::make_unique<direction>(cipher, keys, dialer ? "acceptor" : "dialer", false,
+                                           records_per_key)) {}
+
+record_protection::~record_protection() = default;
+
+std::unique_ptr<record_protection> record_protection::from_session(SSL* ssl, bool dialer) {
+  const SSL_CIPHER* c = ssl ? SSL_get_current_cipher(ssl) : nullptr;
+  if (!c || SSL_version(ssl) != TLS1_3_VERSION)
+    throw std::runtime_error("the link's own records need an established TLS 1.3 session");
+  record_cipher cipher;
+  switch (SSL_CIPHER_get_id(c) & 0xffff) {
+    case 0x1301:
+      cipher = record_cipher::aes_128_gcm;
+      break;
+    case 0x1302:
+      cipher = record_cipher::aes_256_gcm;
+      break;
+    case 0x1303:
+      cipher = record_cipher::chacha20_poly1305;
+      break;
+    default:
+      throw std::runtime_error(std::string("the link's own records do not support ") +
+                               SSL_CIPHER_get_name(c));
+  }
+  auto keys = [ssl](std::string_view context, std::span<std::uint8_t> out) {
+    return SSL_export_keying_material(
+               ssl, out.data(), out.size(), exporter_label.data(), exporter_label.size(),
+               reinterpret_cast<const unsigned char*>(context.data()), context.size(), 1) == 1;
+  };
+  return std::make_unique<record_protection>(cipher, keys, dialer);
+}
+
+error_code record_protection::seal(std::span<const std::uint8_t> plain, byte_buffer& out) {
+  auto& d = *send_;
+  while (!plain.empty()) {
+    const std::size_t n = std::min(plain.size(), max_plaintext);
+    const std::size_t body = n + 1 + tag_size;
+    std::uint8_t* p = out.prepare(header_size + body);
+    write_header(p, body);
+    std::uint8_t* sealed = p + header_size;
+    int len = 0;
+    const bool ok =
+        d.start_record() && EVP_EncryptUpdate(d.ctx, nullptr, &len, p, header_size) == 1 &&
+        EVP_EncryptUpdate(d.ctx, sealed, &len, plain.data(), static_cast<int>(n)) == 1 &&
+        EVP_EncryptUpdate(d.ctx, sealed + n, &len, &application_data, 1) == 1 &&
+        EVP_EncryptFinal_ex(d.ctx, sealed + n + 1, &len) == 1 &&
+        EVP_CIPHER_CTX_ctrl(d.ctx, EVP_CTRL_AEAD_GET_TAG, tag_size, sealed + n + 1) == 1 &&
+        d.advance();
+    if (!ok) return record_error::crypto_failed;
+    out.commit(header_size + body);
+    plain = plain.subspan(n);
+  }
+  return {};
+}
+
+error_code record_protection::open(std::span<const std::uint8_t> in, byte_buffer& plain,
+                                   std::size_t& used) {
+  auto& d = *receive_;
+  used = 0;
+  while (in.size() - used >= header_size) {
+    const std::uint8_t* h = in.data() + used;
+    const std::size_t body = (std::size_t{h[3]} << 8) | h[4];
+    if (h[0] != application_data || h[1] != 3 || h[2] != 3 || body < 1 + tag_size ||
+        body > max_record - header_size)
+      return record_error::bad_record;
+    if (in.size() - used < header_size + body) break;
+    const std::size_t n = body - tag_size;  // the plaintext and its inner type
+    std::uint8_t* out = plain.prepare(n);
+    // The tag is const in the input; OpenSSL's ctrl takes it as void*, and only reads it.
+    auto* tag = const_cast<std::uint8_t*>(h + header_size + n);
+    int len = 0;
+    if (!d.start_record() ||
+        EVP_CIPHER_CTX_ctrl(d.ctx, EVP_CTRL_AEAD_SET_TAG, tag_size, tag) != 1 ||
+        EVP_DecryptUpdate(d.ctx, nullptr, &len, h, header_size) != 1 ||
+        EVP_DecryptUpdate(d.ctx, out, &len, h + header_size, static_cast<int>(n)) != 1)
+      return record_error::crypto_failed;
+    if (EVP_DecryptFinal_ex(d.ctx, out + n, &len) != 1) return record_error::authentication_failed;
+    if (out[n - 1] != application_data) return record_error::bad_content_type;
+    if (!d.advance()) return record_error::crypto_failed;
+    plain.commit(n - 1);
+    used += header_size + body;
+  }
+  return {};
+}
+
+std::uint64_t record_protection::sent_in_key() const {
+  return send_->sequence;
+}
+std::uint64_t record_protection::received_in_key() const {
+  return receive_->sequence;
+}
+std::uint32_t record_protection::send_generation() const {
+  return send_->generation;
+}
+std::uint32_t record_protection::receive_generation() const {
+  return receive_->generation;
+}
+
+}  // namespace burrow::link

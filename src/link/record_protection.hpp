@@ -1,0 +1,84 @@
+// The link's own records: TLS 1.3's record format and protection (RFC 8446, section 5.2) with
+// the session's AEAD, keyed from the link's TLS session by its exporter (section 7.5) once hello
+// and welcome agreed on it (docs/protocol.md, section 4c). The handshake, the relay's identity,
+// the token, hello and welcome stay OpenSSL's; after the welcome a record is one AEAD call from
+// our buffer into our buffer, where OpenSSL's record layer spends about as much again on its
+// generality and copies each record into and out of its own buffers (docs/performance.md).
+//
+// Each direction has its own key and IV, from the exporter with the sender's role and the key's
+// generation as context; the nonce is the IV XOR the record's sequence number, as in TLS 1.3.
+// After `records_per_key` records a direction moves to its next generation, at the same record on
+// both ends, so no AEAD key ever protects more records than TLS 1.3 allows for AES-GCM (2^24.5).
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <boost/system/error_code.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "link/byte_buffer.hpp"
+
+namespace burrow::link {
+
+enum class record_cipher { aes_128_gcm, aes_256_gcm, chacha20_poly1305 };
+
+enum class record_error {
+  bad_record = 1,         // a header that is not TLS 1.3 application data, or a bad length
+  authentication_failed,  // a record that was not sealed by the peer's key, in this place
+  bad_content_type,       // an authentic record whose inner type is not application data
+  crypto_failed,          // OpenSSL could not seal, or could not derive a key
+};
+const boost::system::error_category& record_category();
+boost::system::error_code make_error_code(record_error e);
+
+class record_protection {
+ public:
+  // Writes out.size() bytes of keying material for `context`; false when it cannot.
+  using exporter = std::function<bool(std::string_view context, std::span<std::uint8_t> out)>;
+
+  static constexpr std::uint64_t default_records_per_key = std::uint64_t{1} << 24;
+  static constexpr std::size_t max_plaintext = 16 * 1024;
+  static constexpr std::size_t tag_size = 16;
+  // A full record on the wire: header, plaintext, inner type, tag.
+  static constexpr std::size_t max_record = 5 + max_plaintext + 1 + tag_size;
+
+  // `dialer`: this side dialled the link (it sends with the dialer's keys). Throws
+  // std::runtime_error when a key cannot be made.
+  record_protection(record_cipher cipher, exporter keys, bool dialer,
+                    std::uint64_t records_per_key = default_records_per_key);
+  ~record_protection();
+  record_protection(const record_protection&) = delete;
+  record_protection& operator=(const record_protection&) = delete;
+
+  // Keys from an established TLS 1.3 session, with the cipher it negotiated. Throws
+  // std::runtime_error for a session that has none of the three TLS 1.3 AEADs.
+  static std::unique_ptr<record_protection> from_session(SSL* ssl, bool dialer);
+
+  // Appends `plain` to `out` as records of at most max_plaintext bytes each.
+  boost::system::error_code seal(std::span<const std::uint8_t> plain, byte_buffer& out);
+  // Opens the whole records at the front of `in`, appending their plaintext to `plain`; `used`
+  // says how many bytes of `in` they took (a record not yet whole stays). On an error `used`
+  // covers the records before the bad one, and the link must end: the sequence is broken.
+  boost::system::error_code open(std::span<const std::uint8_t> in, byte_buffer& plain,
+                                 std::size_t& used);
+
+  // Records sealed (opened) under the current key of each direction, and the keys' generation.
+  std::uint64_t sent_in_key() const;
+  std::uint64_t received_in_key() const;
+  std::uint32_t send_generation() const;
+  std::uint32_t receive_generation() const;
+
+ private:
+  struct direction;
+  std::unique_ptr<direction> send_, receive_;
+};
+
+}  // namespace burrow::link
+
+template <>
+struct boost::system::is_error_code_enum<burrow::link::record_error> : std::true_type {};
