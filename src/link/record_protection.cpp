@@ -11,6 +11,7 @@
 #include <string>
 
 #include "proto/wire_unit.hpp"
+#include "tls/certs.hpp"
 
 namespace burrow::link {
 
@@ -77,7 +78,8 @@ error_code make_error_code(record_error e) {
 struct record_protection::direction {
   direction(record_cipher c, exporter keys, std::string sender, bool sealing, std::uint64_t per_key)
       : cipher(evp_cipher(c)),
-        ctx(EVP_CIPHER_CTX_new()),
+        owned(EVP_CIPHER_CTX_new()),
+        ctx(owned.get()),
         keys(std::move(keys)),
         sender(std::move(sender)),
         sealing(sealing),
@@ -85,7 +87,6 @@ struct record_protection::direction {
     if (!cipher || !ctx || per_key == 0 || !rekey())
       throw std::runtime_error("cannot make the link's record keys");
   }
-  ~direction() { EVP_CIPHER_CTX_free(ctx); }
 
   // Takes the key and IV of `generation` from the exporter.
   bool rekey() {
@@ -118,6 +119,8 @@ struct record_protection::direction {
   }
 
   const EVP_CIPHER* cipher;
+  // Owned from the start, so a constructor that throws frees it too.
+  std::unique_ptr<EVP_CIPHER_CTX, tls::openssl_deleter<&EVP_CIPHER_CTX_free>> owned;
   EVP_CIPHER_CTX* ctx;
   exporter keys;
   std::string sender;  // "dialer" or "acceptor": whose records these are
