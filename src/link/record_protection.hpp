@@ -55,7 +55,8 @@ class record_protection {
   record_protection(const record_protection&) = delete;
   record_protection& operator=(const record_protection&) = delete;
 
-  // Keys from an established TLS 1.3 session, with the cipher it negotiated. Throws
+  // Keys from an established TLS 1.3 session, with the cipher it negotiated. The session must
+  // outlive the result, which asks it for each next generation's keys. Throws
   // std::runtime_error for a session that has none of the three TLS 1.3 AEADs.
   static std::unique_ptr<record_protection> from_session(SSL* ssl, bool dialer);
 
