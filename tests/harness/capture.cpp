@@ -225,14 +225,7 @@ std::vector<tcp_direction> raw_directions(const fs::path& pcap,
     if (tab + 1 == line.size()) continue;
     const auto direction = line.substr(0, tab);
     auto [it, fresh] = run_of.emplace(direction, runs.size());
-    if (fresh) {
-      const auto first_tab = direction.find('\t');
-      tcp_direction d;
-      d.stream = direction.substr(0, first_tab);
-      if (first_tab != std::string::npos)
-        d.source_port = static_cast<std::uint16_t>(std::stoul(direction.substr(first_tab + 1)));
-      runs.push_back(std::move(d));
-    }
+    if (fresh) runs.push_back({direction.substr(0, direction.find('\t')), {}});
     if (!append_hex(std::string_view(line).substr(tab + 1), runs[it->second].bytes))
       fail("unexpected tshark output: " + line.substr(0, 80), nullptr);
   }

@@ -18,7 +18,6 @@ namespace burrow::test {
 // One direction of one TCP stream, as captured.
 struct tcp_direction {
   std::string stream;  // tshark's tcp.stream number
-  std::uint16_t source_port = 0;
   std::string bytes;
 };
 
