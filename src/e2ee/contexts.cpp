@@ -112,7 +112,8 @@ SSL_TICKET_RETURN keep_ticket_on_resumption(SSL*, SSL_SESSION*, const unsigned c
 }  // namespace
 
 boost::asio::ssl::context make_server_context(const tls::key_pair& identity) {
-  auto ctx = tls::make_server_context(identity, {std::string(alpn_protocol)});
+  auto ctx = tls::make_server_context(identity,
+                                      {std::string(alpn_own_records), std::string(alpn_protocol)});
   SSL_CTX* native = ctx.native_handle();
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_client_hello_cb(native, require_alpn, nullptr);
@@ -125,7 +126,7 @@ boost::asio::ssl::context make_server_context(const tls::key_pair& identity) {
 }
 
 boost::asio::ssl::context make_client_context() {
-  auto ctx = tls::make_client_context({std::string(alpn_protocol)});
+  auto ctx = tls::make_client_context({std::string(alpn_own_records), std::string(alpn_protocol)});
   SSL_CTX* native = ctx.native_handle();
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL);

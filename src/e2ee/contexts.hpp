@@ -14,14 +14,20 @@
 
 namespace burrow::e2ee {
 
-// Both sides must agree on it: the agent refuses a client that offers no ALPN at all.
+// Both sides must agree on one of these: the agent refuses a client that offers no ALPN at all.
+// With /1 every record is OpenSSL's; with /2 the records after the handshake are the session's
+// own, keyed from its exporter (docs/protocol.md, section 5a). Each side prefers /2; a peer that
+// knows only /1 gets /1.
 inline constexpr std::string_view alpn_protocol = "burrow-e2ee/1";
+inline constexpr std::string_view alpn_own_records = "burrow-e2ee/2";
+// The exporter label of the end-to-end session's own records.
+inline constexpr std::string_view own_records_label = "EXPORTER-burrow-e2ee-records";
 
-// TLS 1.3 only, presenting `identity`; requires ALPN burrow-e2ee/1; one stateless session ticket
-// per handshake; record buffers released while idle.
+// TLS 1.3 only, presenting `identity`; requires ALPN burrow-e2ee/2 or /1; one stateless session
+// ticket per handshake; record buffers released while idle.
 boost::asio::ssl::context make_server_context(const tls::key_pair& identity);
 
-// TLS 1.3 only, offering ALPN burrow-e2ee/1; record buffers released while idle. Peers are
+// TLS 1.3 only, offering ALPN burrow-e2ee/2 and /1; record buffers released while idle. Peers are
 // verified by default against the system store; callers choose the pin per connection with
 // tls::apply_peer_verification. Sessions reach a session_cache only through its prepare().
 boost::asio::ssl::context make_client_context();

@@ -9,6 +9,8 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <climits>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -31,12 +33,18 @@ constexpr std::size_t max_plaintext_record = 16 * 1024;
 // each within the link's default max_frame of 64 KiB, and bounds what waits in memory.
 constexpr std::size_t flush_threshold = 48 * 1024;
 
-bool alpn_agreed(SSL* ssl, std::string_view required) {
-  if (required.empty()) return true;
+std::string_view selected_alpn(SSL* ssl) {
   const unsigned char* p = nullptr;
   unsigned int len = 0;
   SSL_get0_alpn_selected(ssl, &p, &len);
-  return std::string_view(reinterpret_cast<const char*>(p), len) == required;
+  return {reinterpret_cast<const char*>(p), len};
+}
+
+// The end-to-end protocol is either version; any other requirement is one protocol exactly.
+bool alpn_agreed(SSL* ssl, std::string_view required) {
+  if (required.empty()) return true;
+  const auto selected = selected_alpn(ssl);
+  return selected == required || (required == alpn_protocol && selected == alpn_own_records);
 }
 
 }  // namespace
@@ -88,6 +96,7 @@ secure_stream::~secure_stream() {
 void secure_stream::release_buffers() {
   SSL_free_buffers(ssl_);  // refuses while part of a record is buffered
   if (io_.in.empty() && !feeding_) io_.in.release();
+  if (opened_.empty()) opened_.release();
   if (!flushing_) {
     if (io_.out.empty()) io_.out.release();
     if (sending_.empty()) sending_.release();
@@ -125,6 +134,18 @@ asio::awaitable<error_code> secure_stream::handshake() {
     if (!broken_) broken_ = asio::error::no_protocol_option;
     co_return broken_;
   }
+  if (required_alpn_ == alpn_protocol && selected_alpn(ssl_) == alpn_own_records) {
+    const bool client = !SSL_is_server(ssl_);
+    try {
+      own_ = link::record_protection::from_session(ssl_, client, own_records_label);
+    } catch (const std::exception&) {
+      if (!broken_) broken_ = link::record_error::crypto_failed;
+      co_return broken_;
+    }
+    // The server's session tickets follow its Finished on OpenSSL's records; its own records
+    // come after them. The client's first own record follows its Finished at once.
+    tickets_pending_ = client;
+  }
   handshake_done_ = true;
   co_return error_code{};
 }
@@ -132,6 +153,10 @@ asio::awaitable<error_code> secure_stream::handshake() {
 asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, error_code& ec) {
   ec = {};
   if (b.size() == 0) co_return 0;
+  if (own_) {
+    auto read = read_own(b, ec);
+    co_return co_await std::move(read);
+  }
   const std::size_t want = std::min<std::size_t>(b.size(), INT_MAX);
   // With nothing to decrypt, wait for input before asking OpenSSL.
   bool need_input =
@@ -246,13 +271,9 @@ asio::awaitable<void> secure_stream::write_all(asio::const_buffer b, error_code&
       co_return;
     }
     while (left > 0 && io_.out.size() < flush_threshold) {
-      std::size_t n = 0;
-      tls::clear_error_queue();
-      int r = SSL_write_ex(ssl_, p, std::min(left, max_plaintext_record), &n);
-      if (r != 1) {
-        ec = failed(SSL_get_error(ssl_, r));
-        break;
-      }
+      const std::size_t n = std::min(left, max_plaintext_record);
+      ec = seal(p, n);
+      if (ec) break;
       p += n;
       left -= n;
     }
@@ -279,17 +300,143 @@ asio::awaitable<void> secure_stream::shutdown_send(error_code& ec) {
     co_return;
   }
   if (!shutdown_sent_) {
-    tls::clear_error_queue();
-    int r = SSL_shutdown(ssl_);  // queues close_notify; never waits for the peer's
-    if (r < 0) {
-      ec = failed(SSL_get_error(ssl_, r));
-      co_return;
+    if (own_) {
+      ec = own_->seal_alert(link::record_alert::close_notify, io_.out);
+      if (ec) {
+        if (!broken_) broken_ = ec;
+        co_return;
+      }
+      // As SSL_shutdown would: OpenSSL keeps the session resumable only after a clean close.
+      SSL_set_shutdown(ssl_, SSL_get_shutdown(ssl_) | SSL_SENT_SHUTDOWN);
+    } else {
+      tls::clear_error_queue();
+      int r = SSL_shutdown(ssl_);  // queues close_notify; never waits for the peer's
+      if (r < 0) {
+        ec = failed(SSL_get_error(ssl_, r));
+        co_return;
+      }
     }
     shutdown_sent_ = true;
   }
   auto flushed = flush(ec);
   co_await std::move(flushed);
   if (!ec) carrier_->shutdown_send();
+}
+
+// One record's worth of plaintext into io_.out, by OpenSSL or by our own keys.
+error_code secure_stream::seal(const std::uint8_t* p, std::size_t n) {
+  if (own_) {
+    error_code ec = own_->seal({p, n}, io_.out);
+    if (ec && !broken_) broken_ = ec;
+    return ec;
+  }
+  std::size_t written = 0;
+  tls::clear_error_queue();
+  int r = SSL_write_ex(ssl_, p, n, &written);
+  if (r != 1) return failed(SSL_get_error(ssl_, r));
+  return {};  // without partial writes, all of it
+}
+
+// Reading with own records: what an earlier read opened, then whole records straight into `b`
+// (or into opened_ when `b` is smaller than the next record), then more ciphertext.
+asio::awaitable<std::size_t> secure_stream::read_own(asio::mutable_buffer b, error_code& ec) {
+  for (;;) {
+    if (!opened_.empty()) {
+      const std::size_t n = std::min(b.size(), opened_.size());
+      std::memcpy(b.data(), opened_.data(), n);
+      opened_.consume(n);
+      co_return n;
+    }
+    if (broken_) {
+      ec = broken_;
+      co_return 0;
+    }
+    if (peer_closed_) {
+      auto fin = await_peer_fin();
+      ec = co_await std::move(fin);
+      co_return 0;
+    }
+    if (!io_.in.empty()) {
+      std::size_t produced = 0;
+      const std::size_t before = io_.in.size();
+      error_code failure = tickets_pending_ ? take_ticket() : error_code{};
+      if (!failure && !tickets_pending_) failure = open_own(b, produced);
+      if (io_.in.empty()) io_.in.clear();
+      if (failure) {
+        if (!broken_) broken_ = failure;
+        // A record we could not open: tell the peer, as TLS would, unless it gave up first.
+        if (failure != link::record_error::peer_alert) {
+          auto alert = send_alert_now(link::record_alert::bad_record_mac);
+          co_await std::move(alert);
+        }
+      }
+      if (produced) co_return produced;  // the records before a bad one are the peer's
+      if (io_.in.size() != before || !opened_.empty() || broken_ || peer_closed_) continue;
+    }
+    auto fed = feed();
+    ec = co_await std::move(fed);
+    if (ec) co_return 0;
+  }
+}
+
+// Opens the whole records in io_.in; `produced` bytes of them are in `b`.
+error_code secure_stream::open_own(asio::mutable_buffer b, std::size_t& produced) {
+  std::size_t used = 0;
+  error_code ec =
+      own_->open(io_.in.bytes(), {static_cast<std::uint8_t*>(b.data()), b.size()}, used, produced);
+  if (!ec && used == 0) {
+    const std::size_t whole = link::record_protection::whole_record(io_.in.bytes());
+    if (whole) ec = own_->open(io_.in.bytes().first(whole), opened_, used);  // b is too small
+  }
+  io_.in.consume(used);
+  return closed_by_peer(ec);
+}
+
+// The peer's close_notify ends its sending and is no error.
+error_code secure_stream::closed_by_peer(error_code ec) {
+  if (ec != link::record_error::close_notify) return ec;
+  peer_closed_ = true;
+  SSL_set_shutdown(ssl_, SSL_get_shutdown(ssl_) | SSL_RECEIVED_SHUTDOWN);
+  return {};
+}
+
+// A client before the server's first own record: the record at the front is either that or one
+// of OpenSSL's NewSessionTicket records, which only OpenSSL can open (and which must reach it,
+// for the session cache). Our keys decide: a ticket fails their authentication.
+error_code secure_stream::take_ticket() {
+  const std::size_t whole = link::record_protection::whole_record(io_.in.bytes());
+  if (!whole) return {};  // more to come, or a bad header that open_own reports
+  std::size_t used = 0;
+  error_code ec = own_->open(io_.in.bytes().first(whole), opened_, used);
+  if (ec != link::record_error::authentication_failed) {
+    tickets_pending_ = false;  // the first own record, or a failure of its own
+    io_.in.consume(used);
+    return closed_by_peer(ec);
+  }
+  // OpenSSL sees exactly that record; it may hold only handshake messages.
+  io_.in_limit = whole;
+  std::uint8_t none = 0;
+  std::size_t n = 0;
+  tls::clear_error_queue();
+  int r = SSL_read_ex(ssl_, &none, 1, &n);
+  int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+  const bool took_it = io_.in_limit == 0;
+  io_.in_limit = std::numeric_limits<std::size_t>::max();
+  if (err == SSL_ERROR_WANT_READ && took_it) return {};
+  if (err != SSL_ERROR_NONE && err != SSL_ERROR_WANT_READ) return failed(err);
+  // Data on OpenSSL's records after both sides chose their own, or a record cut short.
+  return boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+}
+
+// Seals `alert` and sends it unless a flush already running will (as the reader does for
+// OpenSSL's alerts).
+asio::awaitable<void> secure_stream::send_alert_now(link::record_alert alert) {
+  if (shutdown_sent_ || own_->seal_alert(alert, io_.out)) co_return;
+  shutdown_sent_ = true;  // nothing more goes out after it
+  if (flushing_) co_return;
+  error_code ignored;
+  auto drained = drain(ignored);
+  co_await std::move(drained);
 }
 
 void secure_stream::abort(proto::stream_status why) {

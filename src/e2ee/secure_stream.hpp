@@ -19,6 +19,7 @@
 #include "e2ee/contexts.hpp"
 #include "link/byte_buffer.hpp"
 #include "link/event.hpp"
+#include "link/record_protection.hpp"
 #include "proto/frame.hpp"
 #include "tls/buffer_bio.hpp"
 
@@ -52,13 +53,17 @@ class secure_stream {
   SSL* native_handle() { return ssl_; }
   // Bytes of buffer this session holds itself, besides OpenSSL's record buffers (for tests).
   std::size_t buffer_capacity() const {
-    return io_.in.capacity() + io_.out.capacity() + sending_.capacity();
+    return io_.in.capacity() + io_.out.capacity() + sending_.capacity() + opened_.capacity();
   }
+  // After the handshake: whether the session runs on its own records (ALPN burrow-e2ee/2,
+  // docs/protocol.md section 5a) rather than OpenSSL's.
+  bool own_records() const { return own_ != nullptr; }
   // The link stream it runs over; only for a secure_stream made over one.
   link::stream& stream() { return *stream_; }
 
   // Runs the handshake; a client's caller has set verification, SNI and session on
-  // native_handle() first. Both sides must agree on ALPN burrow-e2ee/1.
+  // native_handle() first. Both sides must agree on ALPN burrow-e2ee/2 or burrow-e2ee/1; with
+  // /2 the records after the handshake are the session's own (see own_records()).
   boost::asio::awaitable<boost::system::error_code> handshake();
 
   // Plaintext in. ec is asio::error::eof after the peer's close_notify and its stream FIN; a FIN
@@ -79,6 +84,13 @@ class secure_stream {
   boost::asio::awaitable<void> flush(boost::system::error_code& ec);
   boost::asio::awaitable<void> drain(boost::system::error_code& ec);
   boost::asio::awaitable<boost::system::error_code> await_peer_fin();
+  boost::asio::awaitable<std::size_t> read_own(boost::asio::mutable_buffer b,
+                                               boost::system::error_code& ec);
+  boost::system::error_code open_own(boost::asio::mutable_buffer b, std::size_t& produced);
+  boost::system::error_code take_ticket();
+  boost::system::error_code closed_by_peer(boost::system::error_code ec);
+  boost::asio::awaitable<void> send_alert_now(link::record_alert alert);
+  boost::system::error_code seal(const std::uint8_t* p, std::size_t n);
   boost::system::error_code failed(int ssl_error);
   void start(SSL_CTX* ctx, tls_role role);  // the SSL and its BIO, for both constructors
   void release_buffers();                   // the stream's quiet hook
@@ -97,6 +109,11 @@ class secure_stream {
   bool shutdown_sent_ = false;
   bool peer_fin_ = false;
   boost::system::error_code broken_;  // the first fatal error; every later operation reports it
+  // Own records (ALPN burrow-e2ee/2): keys from this session's exporter, used after the handshake.
+  std::unique_ptr<link::record_protection> own_;
+  bool tickets_pending_ = false;  // a client: OpenSSL's tickets may precede the first own record
+  link::byte_buffer opened_;  // plaintext opened but not yet read (a read smaller than a record)
+  bool peer_closed_ = false;  // the peer's own close_notify has arrived
 };
 
 }  // namespace burrow::e2ee

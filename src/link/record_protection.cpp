@@ -22,7 +22,8 @@ namespace {
 constexpr std::size_t iv_size = 12;
 constexpr std::size_t header_size = proto::tls_record_header;
 constexpr std::uint8_t application_data = proto::tls_application_data;
-constexpr std::string_view exporter_label = "EXPORTER-burrow-link-records";
+constexpr std::uint8_t alert_type = 21;
+constexpr std::uint8_t alert_warning = 1, alert_fatal = 2;
 
 class record_category_impl : public boost::system::error_category {
  public:
@@ -38,6 +39,10 @@ class record_category_impl : public boost::system::error_category {
         return "a link record of a content type other than application data";
       case record_error::crypto_failed:
         return "the link's record keys could not be made or used";
+      case record_error::close_notify:
+        return "the peer closed its side of the session (close_notify)";
+      case record_error::peer_alert:
+        return "the peer ended the session with an alert";
     }
     return "link record error";
   }
@@ -140,7 +145,8 @@ record_protection::record_protection(record_cipher cipher, exporter keys, bool d
 
 record_protection::~record_protection() = default;
 
-std::unique_ptr<record_protection> record_protection::from_session(SSL* ssl, bool dialer) {
+std::unique_ptr<record_protection> record_protection::from_session(SSL* ssl, bool dialer,
+                                                                   std::string_view label) {
   const SSL_CIPHER* c = ssl ? SSL_get_current_cipher(ssl) : nullptr;
   if (!c || SSL_version(ssl) != TLS1_3_VERSION)
     throw std::runtime_error("the link's own records need an established TLS 1.3 session");
@@ -159,63 +165,128 @@ std::unique_ptr<record_protection> record_protection::from_session(SSL* ssl, boo
       throw std::runtime_error(std::string("the link's own records do not support ") +
                                SSL_CIPHER_get_name(c));
   }
-  auto keys = [ssl](std::string_view context, std::span<std::uint8_t> out) {
-    return SSL_export_keying_material(
-               ssl, out.data(), out.size(), exporter_label.data(), exporter_label.size(),
-               reinterpret_cast<const unsigned char*>(context.data()), context.size(), 1) == 1;
+  auto keys = [ssl, label = std::string(label)](std::string_view context,
+                                                std::span<std::uint8_t> out) {
+    return SSL_export_keying_material(ssl, out.data(), out.size(), label.data(), label.size(),
+                                      reinterpret_cast<const unsigned char*>(context.data()),
+                                      context.size(), 1) == 1;
   };
   return std::make_unique<record_protection>(cipher, keys, dialer);
 }
 
 error_code record_protection::seal(std::span<const std::uint8_t> plain, byte_buffer& out) {
-  auto& d = *send_;
   while (!plain.empty()) {
     const std::size_t n = std::min(plain.size(), max_plaintext);
-    const std::size_t body = n + 1 + tag_size;
-    std::uint8_t* p = out.prepare(header_size + body);
-    write_header(p, body);
-    std::uint8_t* sealed = p + header_size;
-    int len = 0;
-    const bool ok =
-        d.start_record() && EVP_EncryptUpdate(d.ctx, nullptr, &len, p, header_size) == 1 &&
-        EVP_EncryptUpdate(d.ctx, sealed, &len, plain.data(), static_cast<int>(n)) == 1 &&
-        EVP_EncryptUpdate(d.ctx, sealed + n, &len, &application_data, 1) == 1 &&
-        EVP_EncryptFinal_ex(d.ctx, sealed + n + 1, &len) == 1 &&
-        EVP_CIPHER_CTX_ctrl(d.ctx, EVP_CTRL_AEAD_GET_TAG, tag_size, sealed + n + 1) == 1 &&
-        d.advance();
-    if (!ok) return record_error::crypto_failed;
-    out.commit(header_size + body);
+    if (auto ec = seal_record(plain.first(n), application_data, out)) return ec;
     plain = plain.subspan(n);
   }
   return {};
 }
 
+error_code record_protection::seal_alert(record_alert alert, byte_buffer& out) {
+  const std::uint8_t level = alert == record_alert::close_notify ? alert_warning : alert_fatal;
+  const std::uint8_t body[2] = {level, static_cast<std::uint8_t>(alert)};
+  return seal_record(body, alert_type, out);
+}
+
+error_code record_protection::seal_record(std::span<const std::uint8_t> plain, std::uint8_t type,
+                                          byte_buffer& out) {
+  auto& d = *send_;
+  const std::size_t n = plain.size();
+  const std::size_t body = n + 1 + tag_size;
+  std::uint8_t* p = out.prepare(header_size + body);
+  write_header(p, body);
+  std::uint8_t* sealed = p + header_size;
+  int len = 0;
+  const bool ok =
+      d.start_record() && EVP_EncryptUpdate(d.ctx, nullptr, &len, p, header_size) == 1 &&
+      EVP_EncryptUpdate(d.ctx, sealed, &len, plain.data(), static_cast<int>(n)) == 1 &&
+      EVP_EncryptUpdate(d.ctx, sealed + n, &len, &type, 1) == 1 &&
+      EVP_EncryptFinal_ex(d.ctx, sealed + n + 1, &len) == 1 &&
+      EVP_CIPHER_CTX_ctrl(d.ctx, EVP_CTRL_AEAD_GET_TAG, tag_size, sealed + n + 1) == 1 &&
+      d.advance();
+  if (!ok) return record_error::crypto_failed;
+  out.commit(header_size + body);
+  return {};
+}
+
+namespace {
+
+// The body length of a record whose header is good, or 0.
+std::size_t checked_body(const std::uint8_t* h) {
+  const std::size_t body = (std::size_t{h[3]} << 8) | h[4];
+  if (h[0] != application_data || h[1] != 3 || h[2] != 3 ||
+      body < 1 + record_protection::tag_size || body > record_protection::max_record - header_size)
+    return 0;
+  return body;
+}
+
+}  // namespace
+
+std::size_t record_protection::whole_record(std::span<const std::uint8_t> in) {
+  if (in.size() < header_size) return 0;
+  const std::size_t body = checked_body(in.data());
+  return body && in.size() >= header_size + body ? header_size + body : 0;
+}
+
+error_code record_protection::open_record(const std::uint8_t* h, std::size_t body,
+                                          std::uint8_t* out, std::size_t& plain) {
+  auto& d = *receive_;
+  const std::size_t n = body - tag_size;  // the plaintext and its inner type
+  // The tag is const in the input; OpenSSL's ctrl takes it as void*, and only reads it.
+  auto* tag = const_cast<std::uint8_t*>(h + header_size + n);
+  int len = 0;
+  std::uint8_t type = 0;  // apart, so that a full record's data fits a buffer of max_plaintext
+  if (!d.start_record() || EVP_CIPHER_CTX_ctrl(d.ctx, EVP_CTRL_AEAD_SET_TAG, tag_size, tag) != 1 ||
+      EVP_DecryptUpdate(d.ctx, nullptr, &len, h, header_size) != 1 ||
+      EVP_DecryptUpdate(d.ctx, out, &len, h + header_size, static_cast<int>(n - 1)) != 1 ||
+      EVP_DecryptUpdate(d.ctx, &type, &len, h + header_size + n - 1, 1) != 1)
+    return record_error::crypto_failed;
+  if (EVP_DecryptFinal_ex(d.ctx, out + n - 1, &len) != 1)  // AEADs write nothing here
+    return record_error::authentication_failed;
+  if (!d.advance()) return record_error::crypto_failed;
+  plain = n - 1;
+  if (type == application_data) return {};
+  plain = 0;
+  if (type != alert_type || n != 3) return record_error::bad_content_type;
+  // An authentic alert: a warning close_notify ends the peer's sending; anything else, all.
+  return out[0] == alert_warning && out[1] == static_cast<std::uint8_t>(record_alert::close_notify)
+             ? record_error::close_notify
+             : record_error::peer_alert;
+}
+
 error_code record_protection::open(std::span<const std::uint8_t> in, byte_buffer& plain,
                                    std::size_t& used) {
-  auto& d = *receive_;
   used = 0;
   while (in.size() - used >= header_size) {
     const std::uint8_t* h = in.data() + used;
-    const std::size_t body = (std::size_t{h[3]} << 8) | h[4];
-    if (h[0] != application_data || h[1] != 3 || h[2] != 3 || body < 1 + tag_size ||
-        body > max_record - header_size)
-      return record_error::bad_record;
+    const std::size_t body = checked_body(h);
+    if (!body) return record_error::bad_record;
     if (in.size() - used < header_size + body) break;
-    const std::size_t n = body - tag_size;  // the plaintext and its inner type
-    std::uint8_t* out = plain.prepare(n);
-    // The tag is const in the input; OpenSSL's ctrl takes it as void*, and only reads it.
-    auto* tag = const_cast<std::uint8_t*>(h + header_size + n);
-    int len = 0;
-    if (!d.start_record() ||
-        EVP_CIPHER_CTX_ctrl(d.ctx, EVP_CTRL_AEAD_SET_TAG, tag_size, tag) != 1 ||
-        EVP_DecryptUpdate(d.ctx, nullptr, &len, h, header_size) != 1 ||
-        EVP_DecryptUpdate(d.ctx, out, &len, h + header_size, static_cast<int>(n)) != 1)
-      return record_error::crypto_failed;
-    if (EVP_DecryptFinal_ex(d.ctx, out + n, &len) != 1) return record_error::authentication_failed;
-    if (out[n - 1] != application_data) return record_error::bad_content_type;
-    if (!d.advance()) return record_error::crypto_failed;
-    plain.commit(n - 1);
+    std::size_t n = 0;
+    const error_code ec = open_record(h, body, plain.prepare(body - tag_size - 1), n);
+    if (ec && ec != record_error::close_notify && ec != record_error::peer_alert) return ec;
+    plain.commit(n);
     used += header_size + body;
+    if (ec) return ec;
+  }
+  return {};
+}
+
+error_code record_protection::open(std::span<const std::uint8_t> in, std::span<std::uint8_t> out,
+                                   std::size_t& used, std::size_t& produced) {
+  used = produced = 0;
+  while (in.size() - used >= header_size) {
+    const std::uint8_t* h = in.data() + used;
+    const std::size_t body = checked_body(h);
+    if (!body) return record_error::bad_record;
+    if (in.size() - used < header_size + body || out.size() - produced < body - tag_size - 1) break;
+    std::size_t n = 0;
+    const error_code ec = open_record(h, body, out.data() + produced, n);
+    if (ec && ec != record_error::close_notify && ec != record_error::peer_alert) return ec;
+    produced += n;
+    used += header_size + body;
+    if (ec) return ec;
   }
   return {};
 }

@@ -27,11 +27,19 @@ namespace burrow::link {
 
 enum class record_cipher { aes_128_gcm, aes_256_gcm, chacha20_poly1305 };
 
+// The exporter label of the link's records; the end-to-end session's own records use another.
+inline constexpr std::string_view link_records_label = "EXPORTER-burrow-link-records";
+
+// TLS alert descriptions (RFC 8446, section 6) that own records send.
+enum class record_alert : std::uint8_t { close_notify = 0, bad_record_mac = 20 };
+
 enum class record_error {
   bad_record = 1,         // a header that is not TLS 1.3 application data, or a bad length
   authentication_failed,  // a record that was not sealed by the peer's key, in this place
-  bad_content_type,       // an authentic record whose inner type is not application data
+  bad_content_type,       // an authentic record whose inner type is neither data nor an alert
   crypto_failed,          // OpenSSL could not seal, or could not derive a key
+  close_notify,           // the peer's close_notify alert: it sends nothing more
+  peer_alert,             // another alert from the peer: it gave up on the session
 };
 const boost::system::error_category& record_category();
 boost::system::error_code make_error_code(record_error e);
@@ -58,15 +66,29 @@ class record_protection {
   // Keys from an established TLS 1.3 session, with the cipher it negotiated. The session must
   // outlive the result, which asks it for each next generation's keys. Throws
   // std::runtime_error for a session that has none of the three TLS 1.3 AEADs.
-  static std::unique_ptr<record_protection> from_session(SSL* ssl, bool dialer);
+  // `label` names whose records these are (the link's by default).
+  static std::unique_ptr<record_protection> from_session(
+      SSL* ssl, bool dialer, std::string_view label = link_records_label);
 
   // Appends `plain` to `out` as records of at most max_plaintext bytes each.
   boost::system::error_code seal(std::span<const std::uint8_t> plain, byte_buffer& out);
+  // Appends one record holding the alert (close_notify is a warning, the others fatal). Nothing
+  // should be sealed after it.
+  boost::system::error_code seal_alert(record_alert alert, byte_buffer& out);
   // Opens the whole records at the front of `in`, appending their plaintext to `plain`; `used`
   // says how many bytes of `in` they took (a record not yet whole stays). On an error `used`
-  // covers the records before the bad one, and the link must end: the sequence is broken.
+  // covers the records before the bad one, and the session must end: the sequence is broken.
+  // An alert from the peer ends the opening too, as close_notify or peer_alert, and `used`
+  // includes its record.
   boost::system::error_code open(std::span<const std::uint8_t> in, byte_buffer& plain,
                                  std::size_t& used);
+  // The same into `out`, stopping before the first record whose plaintext would not fit;
+  // `produced` says how much of `out` holds plaintext.
+  boost::system::error_code open(std::span<const std::uint8_t> in, std::span<std::uint8_t> out,
+                                 std::size_t& used, std::size_t& produced);
+  // The size on the wire of the whole record at the front of `in`, or 0 while it is not whole
+  // (or its header is bad, which open() reports).
+  static std::size_t whole_record(std::span<const std::uint8_t> in);
 
   // Records sealed (opened) under the current key of each direction, and the keys' generation.
   std::uint64_t sent_in_key() const;
@@ -76,6 +98,12 @@ class record_protection {
 
  private:
   struct direction;
+  // Opens the record at `h` (its body `body` bytes long) into `out`, which has room for its
+  // data, body - tag_size - 1 bytes; `plain` is how many of them are data (none for an alert).
+  boost::system::error_code open_record(const std::uint8_t* h, std::size_t body, std::uint8_t* out,
+                                        std::size_t& plain);
+  boost::system::error_code seal_record(std::span<const std::uint8_t> plain, std::uint8_t type,
+                                        byte_buffer& out);
   std::unique_ptr<direction> send_, receive_;
 };
 

@@ -64,8 +64,8 @@ TEST(E2eeHandshake, PinnedHandshakeAgreesOnTls13AndAlpn) {
   EXPECT_FALSE(r->client_ec) << r->client_ec.message();
   EXPECT_FALSE(r->server_ec) << r->server_ec.message();
   EXPECT_EQ(r->version, TLS1_3_VERSION);
-  EXPECT_EQ(r->client_alpn, "burrow-e2ee/1");
-  EXPECT_EQ(r->server_alpn, "burrow-e2ee/1");
+  EXPECT_EQ(r->client_alpn, "burrow-e2ee/2");  // own records, preferred by both
+  EXPECT_EQ(r->server_alpn, "burrow-e2ee/2");
   EXPECT_EQ(r->seen, test::test_agent().pin);
   EXPECT_EQ(r->peer, test::test_agent().pin);
   EXPECT_EQ(r->received, "hello agent");

@@ -20,6 +20,18 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
+// Each test runs on the session's own records (burrow-e2ee/2) and on OpenSSL's (/1).
+class SecureStream : public ::testing::TestWithParam<bool> {};
+
+std::string records_name(const ::testing::TestParamInfo<bool>& info) {
+  return info.param ? "own" : "OpenSSL";
+}
+
+// What a failed record is reported as: our record errors, or OpenSSL's.
+const boost::system::error_category& record_failure_category(bool own) {
+  return own ? link::record_category() : asio::error::get_ssl_category();
+}
+
 asio::awaitable<test::tls_session> session(test::link_pair* pair, test::agent_contexts* ctx) {
   auto open =
       test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), {});
@@ -57,10 +69,10 @@ asio::awaitable<half_close_result> half_close(test::link_pair* pair, test::agent
   co_return r;
 }
 
-TEST(SecureStream, HalfCloseLetsTheServerAnswerAfterEof) {
+TEST_P(SecureStream, HalfCloseLetsTheServerAnswerAfterEof) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  test::agent_contexts ctx;
+  test::agent_contexts ctx(GetParam());
   auto r = test::run_with_links(ioc, pair, half_close(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();
@@ -93,10 +105,10 @@ asio::awaitable<truncation_result> truncated(test::link_pair* pair, test::agent_
   co_return r;
 }
 
-TEST(SecureStream, FinWithoutCloseNotifyIsTruncationNotEof) {
+TEST_P(SecureStream, FinWithoutCloseNotifyIsTruncationNotEof) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  test::agent_contexts ctx;
+  test::agent_contexts ctx(GetParam());
   auto r = test::run_with_links(ioc, pair, truncated(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->received, "partial");
@@ -122,10 +134,10 @@ asio::awaitable<reset_result> peer_reset(test::link_pair* pair, test::agent_cont
   co_return r;
 }
 
-TEST(SecureStream, PeerResetEndsReadsAndWrites) {
+TEST_P(SecureStream, PeerResetEndsReadsAndWrites) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  test::agent_contexts ctx;
+  test::agent_contexts ctx(GetParam());
   auto r = test::run_with_links(ioc, pair, peer_reset(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->read_ec, asio::error::connection_reset) << r->read_ec.message();
@@ -159,10 +171,10 @@ asio::awaitable<error_code> local_abort(test::link_pair* pair, test::agent_conte
   co_return ec;
 }
 
-TEST(SecureStream, LocalAbortEndsAPendingRead) {
+TEST_P(SecureStream, LocalAbortEndsAPendingRead) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  test::agent_contexts ctx;
+  test::agent_contexts ctx(GetParam());
   auto r = test::run_with_links(ioc, pair, local_abort(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_EQ(*r, asio::error::connection_reset) << r->message();
@@ -194,10 +206,10 @@ asio::awaitable<key_update_result> key_update(test::link_pair* pair, test::agent
   co_return r;
 }
 
-TEST(SecureStream, PeerRequestedKeyUpdateKeepsBothDirectionsWorking) {
+TEST(SecureStreamOnOpenSslRecords, PeerRequestedKeyUpdateKeepsBothDirectionsWorking) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  test::agent_contexts ctx;
+  test::agent_contexts ctx(false);  // OpenSSL answers a KeyUpdate
   auto r = test::run_with_links(ioc, pair, key_update(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->first, "after update");
@@ -215,12 +227,18 @@ asio::awaitable<bad_record_result> bad_record(test::link_pair* pair, test::agent
   bad_record_result r;
   auto opened = session(pair, ctx);
   auto s = co_await std::move(opened);
-  std::string forged = "\x17\x03\x03" + std::string("\x00\x20", 2) + std::string(32, 'x');
+  // A first record from the server, so that the client's reads are past the server's tickets
+  // (which, with own records, OpenSSL would still open).
   error_code ec;
+  char buf[64];
+  auto hello = s.server->write_all(asio::buffer(std::string_view("hello")), ec);
+  co_await std::move(hello);
+  auto read_hello = s.client->read_some(asio::buffer(buf), ec);
+  co_await std::move(read_hello);
+  std::string forged = "\x17\x03\x03" + std::string("\x00\x20", 2) + std::string(32, 'x');
   auto inject = s.ends.far->write_some(asio::buffer(forged), ec);
   co_await std::move(inject);
   auto before = s.ends.near->bytes_out();
-  char buf[64];
   auto read = s.client->read_some(asio::buffer(buf), r.client_ec);
   co_await std::move(read);
   r.sent_by_reader = s.ends.near->bytes_out() - before;
@@ -229,15 +247,15 @@ asio::awaitable<bad_record_result> bad_record(test::link_pair* pair, test::agent
   co_return r;
 }
 
-TEST(SecureStream, ForgedRecordFailsTheReadAndAlertsThePeer) {
+TEST_P(SecureStream, ForgedRecordFailsTheReadAndAlertsThePeer) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  test::agent_contexts ctx;
+  test::agent_contexts ctx(GetParam());
   auto r = test::run_with_links(ioc, pair, bad_record(&pair, &ctx));
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->client_ec.category(), asio::error::get_ssl_category()) << r->client_ec.message();
+  EXPECT_EQ(r->client_ec.category(), record_failure_category(GetParam())) << r->client_ec.message();
   EXPECT_GT(r->sent_by_reader, 0u);
-  EXPECT_EQ(r->server_ec.category(), asio::error::get_ssl_category()) << r->server_ec.message();
+  EXPECT_EQ(r->server_ec.category(), record_failure_category(GetParam())) << r->server_ec.message();
 }
 
 struct large_write_result {
@@ -277,10 +295,10 @@ asio::awaitable<large_write_result> large_write(test::link_pair* pair, test::age
   co_return r;
 }
 
-TEST(SecureStream, LargeWriteIsCoalescedIntoFewFrames) {
+TEST_P(SecureStream, LargeWriteIsCoalescedIntoFewFrames) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  test::agent_contexts ctx;
+  test::agent_contexts ctx(GetParam());
   const std::string payload = test::deterministic_bytes(1 << 20, 5);
   auto r = test::run_with_links(ioc, pair, large_write(&pair, &ctx, &payload));
   ASSERT_TRUE(r);
@@ -340,10 +358,10 @@ asio::awaitable<quiet_result> quiet(test::link_pair* pair, test::agent_contexts*
   co_return r;
 }
 
-TEST(SecureStream, AQuietSessionGivesItsBuffersBackAndABusyOneKeepsThem) {
+TEST_P(SecureStream, AQuietSessionGivesItsBuffersBackAndABusyOneKeepsThem) {
   asio::io_context ioc;
   test::link_pair pair(ioc);
-  test::agent_contexts ctx;
+  test::agent_contexts ctx(GetParam());
   auto r = test::run_with_links(ioc, pair, quiet(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_GT(r->busy_client, 0u);
@@ -404,21 +422,23 @@ asio::awaitable<forged_result> forged(test::link_pair* pair, test::agent_context
   co_return r;
 }
 
-TEST(SecureStream, AForgedSealedFrameFailsOnlyItsSessionAndTheLinkLivesOn) {
+TEST_P(SecureStream, AForgedSealedFrameFailsOnlyItsSessionAndTheLinkLivesOn) {
   asio::io_context ioc;
   test::link_pair pair(ioc, {}, link::link_encryption::tls);
-  test::agent_contexts ctx;
+  test::agent_contexts ctx(GetParam());
   auto r = test::run_with_links(ioc, pair, forged(&pair, &ctx));
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();
   EXPECT_EQ(r->before, "genuine");
   EXPECT_GT(r->sealed_in, 0u) << "the session's records did not travel as sealed frames";
-  EXPECT_EQ(r->forged_read_ec.category(), asio::error::get_ssl_category())
+  EXPECT_EQ(r->forged_read_ec.category(), record_failure_category(GetParam()))
       << r->forged_read_ec.message();
   EXPECT_FALSE(r->bystander_ec) << r->bystander_ec.message();
   EXPECT_EQ(r->bystander, "still here");
   EXPECT_EQ(r->far_ended, "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Records, SecureStream, ::testing::Bool(), records_name);
 
 }  // namespace
 }  // namespace burrow::e2ee

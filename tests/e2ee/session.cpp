@@ -3,6 +3,7 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <chrono>
+#include <stdexcept>
 
 namespace burrow::test {
 
@@ -16,6 +17,15 @@ const agent_identity& test_agent() {
     return agent_identity{std::move(pair), std::move(pin)};
   }();
   return agent;
+}
+
+agent_contexts::agent_contexts(bool own_records) {
+  if (own_records) return;
+  static constexpr unsigned char only_v1[] =
+      "\x0d"
+      "burrow-e2ee/1";
+  if (SSL_CTX_set_alpn_protos(client.native_handle(), only_v1, sizeof only_v1 - 1) != 0)
+    throw std::runtime_error("cannot set the client's ALPN");
 }
 
 asio::awaitable<tls_session> open_session(link_pair* pair, SSL_CTX* client_ctx, SSL_CTX* server_ctx,

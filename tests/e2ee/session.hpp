@@ -22,7 +22,9 @@ struct agent_identity {
 const agent_identity& test_agent();  // made once per test binary
 
 // Both ends' TLS contexts for end-to-end sessions, the server's with the test agent's key.
+// Without own_records the client offers only burrow-e2ee/1, as one from before /2 did.
 struct agent_contexts {
+  explicit agent_contexts(bool own_records = true);
   boost::asio::ssl::context client = e2ee::make_client_context();
   boost::asio::ssl::context server = e2ee::make_server_context(test_agent().pair);
 };

@@ -193,6 +193,47 @@ TEST_P(RecordProtection, RecordsBeforeABadOneAreDelivered) {
   EXPECT_EQ(got.size(), sizeof a);
 }
 
+TEST_P(RecordProtection, AlertsEndTheOpeningAfterTheDataBeforeThem) {
+  pair_of_ends ends(GetParam());
+  byte_buffer wire, got;
+  const std::uint8_t a[] = {1, 2, 3};
+  ASSERT_FALSE(ends.dialer.seal(a, wire));
+  ASSERT_FALSE(ends.dialer.seal_alert(record_alert::close_notify, wire));
+  const std::size_t closed = wire.size();
+  ASSERT_FALSE(ends.dialer.seal(a, wire));  // nothing should follow; the opening stops before it
+  std::size_t used = 0;
+  EXPECT_EQ(ends.acceptor.open(wire.bytes(), got, used), record_error::close_notify);
+  EXPECT_EQ(used, closed);
+  EXPECT_EQ(got.size(), sizeof a);
+  // A fatal alert is the peer giving up; the other direction says so too.
+  byte_buffer back, nothing;
+  ASSERT_FALSE(ends.acceptor.seal_alert(record_alert::bad_record_mac, back));
+  EXPECT_EQ(ends.dialer.open(back.bytes(), nothing, used), record_error::peer_alert);
+  EXPECT_EQ(used, back.size());
+  EXPECT_EQ(nothing.size(), 0u);
+}
+
+TEST_P(RecordProtection, OpeningIntoASpanStopsBeforeARecordThatDoesNotFit) {
+  pair_of_ends ends(GetParam());
+  byte_buffer wire;
+  const auto first = random_bytes(100), second = random_bytes(1000);
+  ASSERT_FALSE(ends.dialer.seal(first, wire));
+  const std::size_t first_size = wire.size();
+  ASSERT_FALSE(ends.dialer.seal(second, wire));
+  EXPECT_EQ(record_protection::whole_record(wire.bytes()), first_size);
+  EXPECT_EQ(record_protection::whole_record(wire.bytes().first(first_size - 1)), 0u);
+  std::vector<std::uint8_t> room(500);
+  std::size_t used = 0, produced = 0;
+  ASSERT_FALSE(ends.acceptor.open(wire.bytes(), room, used, produced));
+  EXPECT_EQ(used, first_size);  // the second record's 1,000 bytes do not fit in 400
+  ASSERT_EQ(produced, first.size());
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), room.begin()));
+  room.resize(1001);  // the plaintext and its inner type
+  ASSERT_FALSE(ends.acceptor.open(wire.bytes().subspan(used), room, used, produced));
+  ASSERT_EQ(produced, second.size());
+  EXPECT_TRUE(std::equal(second.begin(), second.end(), room.begin()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Ciphers, RecordProtection,
                          ::testing::Values(record_cipher::aes_128_gcm, record_cipher::aes_256_gcm,
                                            record_cipher::chacha20_poly1305),
@@ -280,6 +321,9 @@ TEST(RecordProtectionKeys, EachTls13SuiteGivesBothEndsTheSameKeys) {
     auto stranger = record_protection::from_session(other.server, false);
     byte_buffer nothing;
     EXPECT_EQ(stranger->open(wire.bytes(), nothing, used), record_error::authentication_failed);
+    // The end-to-end session's own records have keys of their own.
+    auto other_label = record_protection::from_session(s.server, false, "EXPORTER-other-records");
+    EXPECT_EQ(other_label->open(wire.bytes(), nothing, used), record_error::authentication_failed);
     // Both ends claiming to be the dialer cannot talk.
     auto confused = record_protection::from_session(s.server, true);
     EXPECT_EQ(confused->open(wire.bytes(), nothing, used), record_error::authentication_failed);

@@ -1,0 +1,294 @@
+// The end-to-end session's own records (ALPN burrow-e2ee/2): who gets them, the server's tickets
+// ahead of its first own record, reads smaller than a record, and OpenSSL's records refused once
+// both sides chose their own.
+#include <gtest/gtest.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include "e2ee/secure_stream.hpp"
+#include "e2ee/session.hpp"
+#include "harness/net.hpp"
+#include "link/record_protection.hpp"
+#include "link/stream.hpp"
+#include "tls/contexts.hpp"
+
+namespace burrow::e2ee {
+namespace own_records_test {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+// An agent from before burrow-e2ee/2: its server context selects /1 only.
+int select_only_v1(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                   unsigned int inlen, void*) {
+  static constexpr unsigned char v1[] =
+      "\x0d"
+      "burrow-e2ee/1";
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, outlen, v1, sizeof v1 - 1, in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED)
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+struct negotiated {
+  error_code client_ec, server_ec, read_ec;
+  bool client_own = false, server_own = false;
+  std::string client_alpn, request, reply;
+};
+
+asio::awaitable<negotiated> exchange(test::link_pair* pair, test::agent_contexts* ctx) {
+  negotiated r;
+  auto open =
+      test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), {});
+  auto s = co_await std::move(open);
+  r.client_ec = s.client_ec;
+  r.server_ec = s.server_ec;
+  if (r.client_ec || r.server_ec) co_return r;
+  r.client_own = s.client->own_records();
+  r.server_own = s.server->own_records();
+  const unsigned char* p = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(s.client->native_handle(), &p, &len);
+  r.client_alpn.assign(reinterpret_cast<const char*>(p), len);
+  auto request = test::send_and_close(s.client.get(), "request");
+  co_await std::move(request);
+  error_code ec;
+  auto read_request = test::read_to_end(s.server.get(), &ec);
+  r.request = co_await std::move(read_request);
+  auto reply = test::send_and_close(s.server.get(), "reply");
+  co_await std::move(reply);
+  auto read_reply = test::read_to_end(s.client.get(), &r.read_ec);
+  r.reply = co_await std::move(read_reply);
+  co_return r;
+}
+
+negotiated run_exchange(bool client_offers_own, bool server_knows_own) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  test::agent_contexts ctx(client_offers_own);
+  if (!server_knows_own)
+    SSL_CTX_set_alpn_select_cb(ctx.server.native_handle(), select_only_v1, nullptr);
+  auto r = test::run_with_links(ioc, pair, exchange(&pair, &ctx));
+  EXPECT_TRUE(r);
+  return r.value_or(negotiated{});
+}
+
+void expect_exchanged(const negotiated& r) {
+  EXPECT_FALSE(r.client_ec) << r.client_ec.message();
+  EXPECT_FALSE(r.server_ec) << r.server_ec.message();
+  EXPECT_EQ(r.request, "request");
+  EXPECT_EQ(r.reply, "reply");
+  EXPECT_EQ(r.read_ec, asio::error::eof) << r.read_ec.message();
+}
+
+TEST(E2eeOwnRecords, TwoNewEndsRunTheirOwnRecords) {
+  auto r = run_exchange(true, true);
+  expect_exchanged(r);
+  EXPECT_EQ(r.client_alpn, "burrow-e2ee/2");
+  EXPECT_TRUE(r.client_own);
+  EXPECT_TRUE(r.server_own);
+}
+
+TEST(E2eeOwnRecords, AnOlderClientGetsOpenSslsRecords) {
+  auto r = run_exchange(false, true);
+  expect_exchanged(r);
+  EXPECT_EQ(r.client_alpn, "burrow-e2ee/1");
+  EXPECT_FALSE(r.client_own);
+  EXPECT_FALSE(r.server_own);
+}
+
+TEST(E2eeOwnRecords, AnOlderAgentGetsOpenSslsRecords) {
+  auto r = run_exchange(true, false);
+  expect_exchanged(r);
+  EXPECT_EQ(r.client_alpn, "burrow-e2ee/1");
+  EXPECT_FALSE(r.client_own);
+  EXPECT_FALSE(r.server_own);
+}
+
+struct server_first_result {
+  error_code handshake_ec, banner_ec, read_ec;
+  std::string banner, request;
+  std::size_t cached = 0;
+  bool reused_next = false;
+};
+
+// The server speaks first right after a full handshake: its ticket (OpenSSL's record) and its
+// banner (our own) reach the client together. The banner is read, and the ticket reaches the
+// cache, so the next connection resumes.
+asio::awaitable<server_first_result> server_first(test::link_pair* pair, test::agent_contexts* ctx,
+                                                  session_cache* cache) {
+  server_first_result r;
+  const std::string key = "svc|" + test::test_agent().pin;
+  auto open = test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(),
+                                 {.pin = {}, .cache = cache, .cache_key = key});
+  auto s = co_await std::move(open);
+  r.handshake_ec = s.client_ec ? s.client_ec : s.server_ec;
+  if (r.handshake_ec) co_return r;
+  error_code ec;
+  auto banner = s.server->write_all(asio::buffer(std::string_view("SSH-2.0-banner\r\n")), ec);
+  co_await std::move(banner);
+  char buf[64];
+  auto read = s.client->read_some(asio::buffer(buf), r.banner_ec);
+  std::size_t n = co_await std::move(read);
+  r.banner.assign(buf, n);
+  r.cached = cache->size();
+  auto request = test::send_and_close(s.client.get(), "request");
+  co_await std::move(request);
+  auto read_request = test::read_to_end(s.server.get(), &r.read_ec);
+  r.request = co_await std::move(read_request);
+  auto close = s.server->shutdown_send(ec);
+  co_await std::move(close);
+  auto end = test::read_to_end(s.client.get(), &ec);
+  co_await std::move(end);
+  s.ends.near->finish();
+  s.ends.far->finish();
+  auto again = test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(),
+                                  {.pin = {}, .cache = cache, .cache_key = key});
+  auto next = co_await std::move(again);
+  r.reused_next = !next.client_ec && SSL_session_reused(next.client->native_handle()) == 1;
+  next.client->abort(proto::stream_status::cancelled);
+  next.server->abort(proto::stream_status::cancelled);
+  co_return r;
+}
+
+TEST(E2eeOwnRecords, TheServersTicketPrecedesItsFirstOwnRecord) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  test::agent_contexts ctx;
+  session_cache cache;
+  auto r = test::run_with_links(ioc, pair, server_first(&pair, &ctx, &cache));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_FALSE(r->banner_ec) << r->banner_ec.message();
+  EXPECT_EQ(r->banner, "SSH-2.0-banner\r\n");
+  EXPECT_EQ(r->cached, 1u) << "the ticket did not reach the cache";
+  EXPECT_EQ(r->request, "request");
+  EXPECT_EQ(r->read_ec, asio::error::eof) << r->read_ec.message();
+  EXPECT_TRUE(r->reused_next);
+}
+
+struct small_reads_result {
+  error_code handshake_ec, read_ec;
+  std::string received;
+};
+
+// Reads of 7 bytes take a 40,000-byte message apart: records larger than the reader's buffer are
+// opened aside and handed out in pieces.
+asio::awaitable<small_reads_result> small_reads(test::link_pair* pair, test::agent_contexts* ctx,
+                                                const std::string* payload) {
+  using namespace asio::experimental::awaitable_operators;
+  small_reads_result r;
+  auto open =
+      test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), {});
+  auto s = co_await std::move(open);
+  r.handshake_ec = s.client_ec ? s.client_ec : s.server_ec;
+  if (r.handshake_ec) co_return r;
+  auto send = test::send_and_close(s.server.get(), *payload);
+  auto receive = [](secure_stream* c, small_reads_result* out) -> asio::awaitable<void> {
+    char buf[7];
+    for (;;) {
+      auto read = c->read_some(asio::buffer(buf), out->read_ec);
+      std::size_t n = co_await std::move(read);
+      out->received.append(buf, n);
+      if (out->read_ec) co_return;
+    }
+  };
+  co_await (std::move(send) && receive(s.client.get(), &r));
+  co_return r;
+}
+
+TEST(E2eeOwnRecords, ReadsSmallerThanARecordGetEveryByte) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  test::agent_contexts ctx;
+  const std::string payload = test::deterministic_bytes(40000, 11);
+  auto r = test::run_with_links(ioc, pair, small_reads(&pair, &ctx, &payload));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_EQ(r->read_ec, asio::error::eof) << r->read_ec.message();
+  EXPECT_TRUE(r->received == payload) << r->received.size() << " bytes";
+}
+
+struct openssl_data_result {
+  error_code handshake_ec, read_ec;
+  bool own = false;
+};
+
+// Once both sides chose their own records, application data on OpenSSL's records is refused:
+// only the server's tickets may come that way.
+asio::awaitable<openssl_data_result> openssl_data(test::link_pair* pair,
+                                                  test::agent_contexts* ctx) {
+  openssl_data_result r;
+  auto open =
+      test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), {});
+  auto s = co_await std::move(open);
+  r.handshake_ec = s.client_ec ? s.client_ec : s.server_ec;
+  if (r.handshake_ec) co_return r;
+  r.own = s.client->own_records();
+  std::size_t n = 0;
+  SSL_write_ex(s.server->native_handle(), "sneaky", 6, &n);  // into the server's record buffer
+  error_code ec;
+  auto flush = s.server->write_all(asio::buffer(std::string_view("genuine")), ec);
+  co_await std::move(flush);
+  char buf[64];
+  for (int i = 0; i < 3 && !r.read_ec; ++i) {
+    auto read = s.client->read_some(asio::buffer(buf), r.read_ec);
+    co_await std::move(read);
+  }
+  co_return r;
+}
+
+TEST(E2eeOwnRecords, DataOnOpenSslsRecordsIsRefused) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  test::agent_contexts ctx;
+  auto r = test::run_with_links(ioc, pair, openssl_data(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_TRUE(r->own);
+  EXPECT_EQ(r->read_ec, boost::system::errc::protocol_error) << r->read_ec.message();
+}
+
+struct forged_first_result {
+  error_code handshake_ec, client_ec, server_ec;
+};
+
+// A forged record where the server's ticket or first own record belongs: neither our keys nor
+// OpenSSL's open it, and both ends fail.
+asio::awaitable<forged_first_result> forged_first(test::link_pair* pair,
+                                                  test::agent_contexts* ctx) {
+  forged_first_result r;
+  auto open =
+      test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), {});
+  auto s = co_await std::move(open);
+  r.handshake_ec = s.client_ec ? s.client_ec : s.server_ec;
+  if (r.handshake_ec) co_return r;
+  std::string forged = "\x17\x03\x03" + std::string("\x00\x20", 2) + std::string(32, 'x');
+  error_code ec;
+  auto inject = s.ends.far->write_some(asio::buffer(forged), ec);
+  co_await std::move(inject);
+  char buf[64];
+  auto read = s.client->read_some(asio::buffer(buf), r.client_ec);
+  co_await std::move(read);
+  auto server_read = s.server->read_some(asio::buffer(buf), r.server_ec);
+  co_await std::move(server_read);
+  co_return r;
+}
+
+TEST(E2eeOwnRecords, AForgedRecordAmongTheTicketsFailsBothEnds) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  test::agent_contexts ctx;
+  auto r = test::run_with_links(ioc, pair, forged_first(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_TRUE(r->client_ec);
+  EXPECT_NE(r->client_ec, asio::error::eof);
+  EXPECT_TRUE(r->server_ec);
+  EXPECT_NE(r->server_ec, asio::error::eof);
+}
+
+}  // namespace own_records_test
+}  // namespace burrow::e2ee
