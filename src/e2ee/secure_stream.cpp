@@ -17,6 +17,7 @@
 
 #include "e2ee/contexts.hpp"
 #include "link/stream.hpp"
+#include "proto/wire_unit.hpp"
 #include "tls/buffer_bio.hpp"
 #include "tls/certs.hpp"
 #include "tls/session_error.hpp"
@@ -405,8 +406,12 @@ error_code secure_stream::closed_by_peer(error_code ec) {
 // for the session cache). Our keys decide: a ticket fails their authentication.
 error_code secure_stream::take_ticket() {
   const std::size_t whole = link::record_protection::whole_record(io_.in.bytes());
-  if (!whole) return {};  // more to come, or a bad header that open_own reports
   std::size_t used = 0;
+  if (!whole) {
+    // More to come; but a bad header is an error now, before its body is waited for.
+    if (io_.in.size() < proto::tls_record_header) return {};
+    return own_->open(io_.in.bytes().first(proto::tls_record_header), opened_, used);
+  }
   error_code ec = own_->open(io_.in.bytes().first(whole), opened_, used);
   if (ec != link::record_error::authentication_failed) {
     tickets_pending_ = false;  // the first own record, or a failure of its own

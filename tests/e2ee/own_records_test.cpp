@@ -290,5 +290,31 @@ TEST(E2eeOwnRecords, AForgedRecordAmongTheTicketsFailsBothEnds) {
   EXPECT_NE(r->server_ec, asio::error::eof);
 }
 
+// A header no record of ours or OpenSSL's has, where the server's first records belong: the
+// read fails at once rather than waiting for a body that could be 16 KiB of anything.
+asio::awaitable<error_code> bad_header_first(test::link_pair* pair, test::agent_contexts* ctx) {
+  auto open =
+      test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), {});
+  auto s = co_await std::move(open);
+  if (s.client_ec || s.server_ec) co_return s.client_ec ? s.client_ec : s.server_ec;
+  const std::string header("\x15\x03\x03\x00\x02", 5);  // an alert in the clear, body withheld
+  error_code ec;
+  auto inject = s.ends.far->write_some(asio::buffer(header), ec);
+  co_await std::move(inject);
+  char buf[64];
+  auto read = s.client->read_some(asio::buffer(buf), ec);
+  co_await std::move(read);
+  co_return ec;
+}
+
+TEST(E2eeOwnRecords, ABadHeaderAmongTheTicketsFailsAtOnce) {
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  test::agent_contexts ctx;
+  auto r = test::run_with_links(ioc, pair, bad_header_first(&pair, &ctx));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, link::record_error::bad_record) << r->message();
+}
+
 }  // namespace own_records_test
 }  // namespace burrow::e2ee
