@@ -239,11 +239,12 @@ error_code record_protection::open_record(const std::uint8_t* h, std::size_t bod
   std::uint8_t type = 0;  // apart, so that a full record's data fits a buffer of max_plaintext
   if (!d.start_record() || EVP_CIPHER_CTX_ctrl(d.ctx, EVP_CTRL_AEAD_SET_TAG, tag_size, tag) != 1 ||
       EVP_DecryptUpdate(d.ctx, nullptr, &len, h, header_size) != 1 ||
-      EVP_DecryptUpdate(d.ctx, out, &len, h + header_size, static_cast<int>(n - 1)) != 1 ||
+      (n > 1 &&  // a record without data (ours never are) may have nowhere to put it
+       EVP_DecryptUpdate(d.ctx, out, &len, h + header_size, static_cast<int>(n - 1)) != 1) ||
       EVP_DecryptUpdate(d.ctx, &type, &len, h + header_size + n - 1, 1) != 1)
     return record_error::crypto_failed;
-  if (EVP_DecryptFinal_ex(d.ctx, out + n - 1, &len) != 1)  // AEADs write nothing here
-    return record_error::authentication_failed;
+  std::uint8_t rest[16];  // an AEAD's final step writes nothing
+  if (EVP_DecryptFinal_ex(d.ctx, rest, &len) != 1) return record_error::authentication_failed;
   if (!d.advance()) return record_error::crypto_failed;
   plain = n - 1;
   if (type == application_data) return {};
