@@ -202,9 +202,9 @@ class BurrowE2eeMode(BurrowMode):
 
     name = "burrow-e2ee"
     description = ("burrow relay + `burrow tcp` agent + `burrow connect --listen`, TLS 1.3 "
-                   "between connect and the agent, its records carried as sealed frames next "
-                   "to the TLS 1.3 links' own records (the default); connect pinned to the "
-                   "tunnel CPU too")
+                   "between connect and the agent on its own records (ALPN burrow-e2ee/2), "
+                   "carried as sealed frames next to the TLS 1.3 links' own records (the "
+                   "default); connect pinned to the tunnel CPU too")
     resume = True
     targets: dict = {}
     abs_checks: dict = {}
