@@ -16,7 +16,7 @@ namespace burrow::e2ee {
 
 // Both sides must agree on one of these: the agent refuses a client that offers no ALPN at all.
 // With /1 every record is OpenSSL's; with /2 the records after the handshake are the session's
-// own, keyed from its exporter (docs/protocol.md, section 5a). Each side prefers /2; a peer that
+// own, keyed from its exporter (docs/protocol.md, section 6a). Each side prefers /2; a peer that
 // knows only /1 gets /1.
 inline constexpr std::string_view alpn_protocol = "burrow-e2ee/1";
 inline constexpr std::string_view alpn_own_records = "burrow-e2ee/2";

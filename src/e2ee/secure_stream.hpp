@@ -56,7 +56,7 @@ class secure_stream {
     return io_.in.capacity() + io_.out.capacity() + sending_.capacity() + opened_.capacity();
   }
   // After the handshake: whether the session runs on its own records (ALPN burrow-e2ee/2,
-  // docs/protocol.md section 5a) rather than OpenSSL's.
+  // docs/protocol.md section 6a) rather than OpenSSL's.
   bool own_records() const { return own_ != nullptr; }
   // The link stream it runs over; only for a secure_stream made over one.
   link::stream& stream() { return *stream_; }
