@@ -27,24 +27,24 @@ constexpr std::uint8_t alert_warning = 1, alert_fatal = 2;
 
 class record_category_impl : public boost::system::error_category {
  public:
-  const char* name() const noexcept override { return "link records"; }
+  const char* name() const noexcept override { return "own records"; }
   std::string message(int ev) const override {
     switch (static_cast<record_error>(ev)) {
       case record_error::bad_record:
-        return "a link record whose header is not TLS 1.3 application data or whose length is "
-               "out of range";
+        return "a record whose header is not TLS 1.3 application data or whose length is out "
+               "of range";
       case record_error::authentication_failed:
-        return "a link record failed authentication (changed, cut, replayed or not the peer's)";
+        return "a record failed authentication (changed, cut, replayed or not the peer's)";
       case record_error::bad_content_type:
-        return "a link record of a content type other than application data";
+        return "a record of a content type other than application data or an alert";
       case record_error::crypto_failed:
-        return "the link's record keys could not be made or used";
+        return "the record keys could not be made or used";
       case record_error::close_notify:
         return "the peer closed its side of the session (close_notify)";
       case record_error::peer_alert:
         return "the peer ended the session with an alert";
     }
-    return "link record error";
+    return "own record error";
   }
 };
 
