@@ -361,7 +361,8 @@ asio::awaitable<std::size_t> secure_stream::read_own(asio::mutable_buffer b, err
       std::size_t produced = 0;
       const std::size_t before = io_.in.size();
       error_code failure = tickets_pending_ ? take_ticket() : error_code{};
-      if (!failure && !tickets_pending_) failure = open_own(b, produced);
+      // What take_ticket opened goes out first: opening more into `b` would put it ahead.
+      if (!failure && !tickets_pending_ && opened_.empty()) failure = open_own(b, produced);
       if (io_.in.empty()) io_.in.clear();
       if (failure) {
         if (!broken_) broken_ = failure;
