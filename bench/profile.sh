@@ -6,11 +6,14 @@
 # mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
 #   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k|http1k-close]
-#                    [--seconds N] [--tool perf|strace|callgrind|none] [--mode tunnel|e2e] [--warmup N]
+#                    [--seconds N] [--tool perf|strace|callgrind|none] [--mode tunnel|e2e|blind]
+#                    [--warmup N]
 #                    [--keep DIR] [--connections N]
 #
 # --mode e2e: the agent serves end to end and `burrow connect --listen` (also on CPU 0) is the
-# load's entry, so three processes are sampled.
+# load's entry, so three processes are sampled. --mode blind: an HTTPS share URL
+# (`burrow http --mode blind`): wrk speaks HTTPS to the relay's HTTPS listener (SNI
+# bench.burrow.localhost, through bench/wrk-loopback.lua), TLS ends at the agent; http1k loads only.
 # bulk: one iperf3 stream; bulk8: eight; http1k: wrk over 1 KiB, --connections of them (50;
 # with 1, wrk -t1: one request at a time, the latency path); http1k-close: the same with a new
 # connection per request, as the *_close columns. Everything on
@@ -48,7 +51,10 @@ while [ $# -gt 0 ]; do
 done
 case "$load" in bulk | bulk8 | http1k | http1k-close) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
 case "$tool" in perf | strace | callgrind | none) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
-case "$mode" in tunnel | e2e) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
+case "$mode" in tunnel | e2e | blind) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
+if [ "$mode" = blind ] && [ "${load%-close}" != http1k ]; then
+  echo "--mode blind takes the http1k loads only" >&2; exit 2
+fi
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -88,19 +94,26 @@ EOF
   taskset -c 1 nginx -c "$tmp/nginx.conf" -p "$tmp" 2>/dev/null & pids+=($!)
 fi
 
+https=""; [ "$mode" = blind ] && https=127.0.0.1:0
 flags=(--state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --port-range 0
-  --https-listen "" --http-listen "" --source-connections 0 --source-rate 0
+  --https-listen "$https" --http-listen "" --source-connections 0 --source-rate 0
   --link-encryption "$link")
 "${run[@]}" "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
 port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
 pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
-e2ee=(--no-e2ee); [ "$mode" = e2e ] && e2ee=(--state-dir "$tmp/agent")
-"${run[@]}" "$burrow" tcp "$target" "${e2ee[@]}" --relay "127.0.0.1:$port" \
+agent_args=(tcp "$target" --no-e2ee)
+[ "$mode" = e2e ] && agent_args=(tcp "$target" --state-dir "$tmp/agent")
+[ "$mode" = blind ] && agent_args=(http "$target" --name bench --mode blind --state-dir "$tmp/agent")
+"${run[@]}" "$burrow" "${agent_args[@]}" --relay "127.0.0.1:$port" \
   --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" --link-encryption "$link" \
   >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)
 sampled="$relay,$agent"
+url="http://127.0.0.1:PORT/1k.bin" script=()
 if [ "$mode" = tunnel ]; then
   public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
+elif [ "$mode" = blind ]; then
+  public=$(wait_for "$tmp/agent.log" 'is public at https://bench\.burrow\.localhost:\K\d+')
+  url="https://bench.burrow.localhost:PORT/1k.bin" script=(-s bench/wrk-loopback.lua)
 else
   name=$(wait_for "$tmp/agent.log" 'reachable end to end as \K\S+')
   cert=$(wait_for "$tmp/agent.log" 'reachable end to end as \S+ \(certificate \K[^)]+')
@@ -146,8 +159,8 @@ else
   duration=$seconds; [ "$tool" = callgrind ] && duration=$((warmup + seconds + 2))
   threads=2; [ "$connections" -gt 1 ] || threads=1
   close=(); [ "$load" = http1k-close ] && close=(-H "Connection: close")
-  taskset -c 1 wrk -t"$threads" -c"$connections" -d"${duration}s" "${close[@]}" \
-    "http://127.0.0.1:$public/1k.bin" |
+  taskset -c 1 wrk -t"$threads" -c"$connections" -d"${duration}s" "${close[@]}" "${script[@]}" \
+    "${url/PORT/$public}" |
     grep -E 'Latency|requests in|Socket errors|Non-2xx|Requests/sec|Transfer/sec' | tee "$tmp/load.txt"
   work=$(grep -oP '^\s*\K\d+(?= requests in)' "$tmp/load.txt") unit=request
 fi
