@@ -63,10 +63,16 @@ _metric("http1k_c50.rps", "1 KiB HTTP, 50 conns, keep-alive", "req/s", "higher",
         "http1k_c50")
 _metric("http1k_c50.cpu_per_1k", "tunnel CPU per 1,000 req (1 KiB, 50 keep-alive)",
         "CPU-ms", "lower", "{:.1f}", "http1k_c50")
+for _role in ("tunnel", "load"):
+    _metric(f"http1k_c50.{_role}_cpu_busy_pct", f"{_role} CPU busy (1 KiB, 50 keep-alive)", "%",
+            None, "{:.0f}", "http1k_c50", ratio=False)
 _metric("http1k_c50_close.rps", "1 KiB HTTP, 50 conns, new conn each", "req/s", "higher",
         "{:,.0f}", "http1k_c50_close")
 _metric("http1m_c50.rps", "1 MiB HTTP, 50 conns, keep-alive", "req/s", "higher", "{:,.1f}",
         "http1m_c50")
+for _role in ("tunnel", "load"):
+    _metric(f"http1m_c50.{_role}_cpu_busy_pct", f"{_role} CPU busy (1 MiB, 50 keep-alive)", "%",
+            None, "{:.0f}", "http1m_c50", ratio=False)
 
 
 def _ladder_metrics(column: str, what: str) -> None:

@@ -89,6 +89,38 @@ def tree_switches(roots: list[int]) -> int:
     return total
 
 
+def cpu_ticks() -> dict[int, tuple[int, int, int]]:
+    """CPU number -> (busy, steal, all) ticks so far, from /proc/stat.  Busy is user, nice,
+    system, irq and softirq (the loopback's TCP work runs as softirq on the sending CPU);
+    steal is time the hypervisor gave the virtual CPU to someone else."""
+    out: dict[int, tuple[int, int, int]] = {}
+    try:
+        with open("/proc/stat") as f:
+            lines = f.readlines()
+    except OSError:
+        return out
+    for line in lines:
+        m = re.match(r"cpu(\d+)\s+(.*)", line)
+        if not m:
+            continue
+        v = [int(x) for x in m.group(2).split()[:8]] + [0] * 8
+        user, nice, system, idle, iowait, irq, softirq, steal = v[:8]
+        busy = user + nice + system + irq + softirq
+        out[int(m.group(1))] = (busy, steal, busy + idle + iowait + steal)
+    return out
+
+
+def cpu_busy(before: dict[int, tuple[int, int, int]], after: dict[int, tuple[int, int, int]],
+             cpu: int) -> tuple[float, float] | None:
+    """(busy, steal) shares of one CPU between two cpu_ticks() snapshots, or None."""
+    if cpu not in before or cpu not in after:
+        return None
+    busy, steal, total = (a - b for a, b in zip(after[cpu], before[cpu]))
+    if total <= 0:
+        return None
+    return busy / total, steal / total
+
+
 def pss_kib(pid: int) -> float | None:
     """Proportional set size: the process's private pages plus its share of pages it shares
     with others (libraries, the binary), so a sum over processes counts each page once."""

@@ -12,8 +12,8 @@ from .common import HERE, LOOPBACK, READY_TIMEOUT, BenchError, log
 from .context import Context
 from .modes import Mode
 from .net import http_get_ok
-from .sysinfo import (PeakSampler, proc_status_kib, tree_cpu_seconds, tree_pss_kib,
-                      tree_switches)
+from .sysinfo import (PeakSampler, cpu_busy, cpu_ticks, proc_status_kib, tree_cpu_seconds,
+                      tree_pss_kib, tree_switches)
 
 _TIME_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
@@ -150,6 +150,21 @@ def _record_wrk(mode: Mode, c: str, raw: dict, metrics: dict) -> None:
         f"p99 {raw.get('p99_ms', float('nan')):.3f} ms{errs}")
 
 
+def _record_cpu_shares(ctx: Context, c: str, ticks0: dict, ticks1: dict, raw: dict,
+                       metrics: dict) -> None:
+    """How busy the tunnel CPU and the load CPU were while the load ran (from /proc/stat, so
+    everything on them counts: the processes, the kernel's loopback work, other tenants): a
+    load CPU near 100 % means nginx and the load generator, not the tunnel, set the rate."""
+    shares = {}
+    for role, cpu in (("tunnel", ctx.args.tunnel_cpu), ("load", ctx.args.load_cpu)):
+        got = cpu_busy(ticks0, ticks1, cpu)
+        if got is None:
+            continue
+        shares[role] = {"cpu": cpu, "busy": round(got[0], 4), "steal": round(got[1], 4)}
+        metrics[f"{c}.{role}_cpu_busy_pct"] = 100 * got[0]
+    raw["cpu_shares"] = shares
+
+
 def step_failure(raw: dict | None) -> str | None:
     """Why a ladder stops after this step (None: go on): more errors (socket errors and
     non-2xx) than STEP_ERROR_LIMIT of the requests, or no result at all."""
@@ -168,9 +183,11 @@ def run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> d
     cpu0 = tree_cpu_seconds(mode.cpu_pids())
     switches0 = tree_switches(mode.cpu_pids())
     t1 = time.monotonic()
+    ticks0 = cpu_ticks()
     try:
         with PeakSampler(mode.memory_pid() if mode.tunnel else None) as peak:
             raw = (run_wrk if col["kind"] == "wrk" else run_iperf)(ctx, mode, col, port)
+        ticks1 = cpu_ticks()
     except BenchError as e:
         log(f"  {mode.name} {c}: FAILED: {e}")
         out["errors"].append(f"{c}: {e}")
@@ -183,6 +200,8 @@ def run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> d
         if peak.peak_kib is not None:
             raw["server_rss_max_mib"] = peak.peak_kib / 1024
     raw["wall_s"] = round(time.monotonic() - t1, 3)
+    if not ctx.args.no_pin:
+        _record_cpu_shares(ctx, c, ticks0, ticks1, raw, out["metrics"])
     out["columns"][c] = raw
     (_record_iperf if col["kind"] == "iperf" else _record_wrk)(mode, c, raw, out["metrics"])
     return raw
