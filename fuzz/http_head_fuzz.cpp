@@ -1,9 +1,13 @@
 // libFuzzer target: request heads as a visitor could send them to the agent's HTTP proxy.
 // Parsing must never crash; a head that parses must come out stamped with exactly one of each
-// X-Forwarded-* header, and stamping the output again must change nothing.
+// X-Forwarded-* header, stamping the output again must change nothing, and the head passed on as
+// it came must say what the full parse writes out again (the same request line and fields).
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "http/forward_head.hpp"
 
@@ -16,13 +20,33 @@ std::size_t count(std::string_view text, std::string_view needle) {
   return n;
 }
 
+// The request line and the fields, in order, as Beast reads them back.
+std::vector<std::pair<std::string, std::string>> fields_of(const std::string& head) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto parsed = burrow::http::parse_request_head(head);
+  if (!parsed) return out;
+  out.emplace_back(std::string(parsed->method_string()) + " " + std::string(parsed->target()),
+                   std::to_string(parsed->version()));
+  for (const auto& field : *parsed) out.emplace_back(field.name_string(), field.value());
+  return out;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   const burrow::http::forwarded_for f{"198.51.100.1", "https", "web.burrow.localhost"};
   auto out = burrow::http::rewrite_request_head(text, f);
+  auto full = burrow::http::rewrite_request_head_fully(text, f);
+  if (out.empty() != full.empty()) {
+    std::fprintf(stderr, "http_head_fuzz: one parse took the head and the other did not\n");
+    std::abort();
+  }
   if (out.empty()) return 0;
+  if (fields_of(out) != fields_of(full)) {
+    std::fprintf(stderr, "http_head_fuzz: the head as it came says something else\n");
+    std::abort();
+  }
   if (count(out, "\r\nX-Forwarded-For: ") != 1 || count(out, "\r\nX-Forwarded-Proto: ") != 1) {
     std::fprintf(stderr, "http_head_fuzz: forwarded headers not stamped exactly once\n");
     std::abort();

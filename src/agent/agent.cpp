@@ -727,21 +727,20 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
   options.forwarded = {meta.visitor_address, meta.scheme == "http" ? "http" : "https", host};
   boost::system::error_code bad_address;
   auto visitor_ip = asio::ip::make_address(meta.visitor_address, bad_address);
-  options.screen = [this, rules = svc.rules, last = services_[index].last_request, host, visitor_ip,
-                    name = svc.name, inspected = svc.mode == "inspect"](
-                       const http::request_head& head) -> std::string {
-    if (rules && !inspected) {  // in inspect mode the relay has checked
+  if (svc.rules && svc.mode != "inspect") {  // in inspect mode the relay has checked
+    options.screen = [this, rules = svc.rules, host, visitor_ip,
+                      name = svc.name](const http::request_head& head) -> std::string {
       auto verdict = rules->check(head, visitor_ip);
-      if (verdict != http::access_rules::verdict::allow) {
-        std::lock_guard lock(mutex_);
-        if (refusals_.allow())
-          spdlog::info("service {}: refused visitor {}: {}", name, visitor_ip.to_string(),
-                       http::describe(verdict));
-        return http::refusal_response(verdict, host);
-      }
-    }
+      if (verdict == http::access_rules::verdict::allow) return {};
+      std::lock_guard lock(mutex_);
+      if (refusals_.allow())
+        spdlog::info("service {}: refused visitor {}: {}", name, visitor_ip.to_string(),
+                     http::describe(verdict));
+      return http::refusal_response(verdict, host);
+    };
+  }
+  options.on_request = [last = services_[index].last_request] {
     last->store(std::chrono::steady_clock::now().time_since_epoch().count());
-    return {};
   };
   auto proxying = http::proxy(*visitor, *local, std::move(options));
   auto result = co_await std::move(proxying);

@@ -43,6 +43,45 @@ void stamp_forwarded(request_head& head, const forwarded_for& f) {
   head.set("X-Forwarded-Host", value);
 }
 
+void append_stamped_head(std::string& out, std::string_view raw, const head_facts& facts,
+                         const forwarded_for& f) {
+  // The blank line that ends the head is its last two bytes.
+  const std::size_t blank = raw.size() - 2;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < facts.cut_count; ++i) {
+    const auto& cut = facts.cuts[i];
+    out.append(raw.substr(at, cut.from - at));
+    at = cut.to == head_cut::to_blank_line ? blank : cut.to;
+  }
+  out.append(raw.substr(at, blank - at));
+  out += "X-Forwarded-For: ";
+  out += safe_value(f.visitor_address);
+  out += "\r\nX-Forwarded-Proto: ";
+  out += safe_value(f.scheme);
+  out += "\r\nX-Forwarded-Host: ";
+  if (facts.has_host && facts.host_size > 0)
+    out += raw.substr(facts.host_at, facts.host_size);
+  else
+    out += safe_value(f.host);
+  out += "\r\n\r\n";
+}
+
+bool append_response_head(std::string& out, std::string_view raw, const head_facts& facts) {
+  if (facts.as_it_came) {
+    out += raw;
+    return true;
+  }
+  bh::response_parser<bh::empty_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(max_head_size));
+  parser.body_limit(boost::none);  // only the head is read; a body of any size may follow
+  parser.eager(false);
+  boost::system::error_code ec;
+  parser.put(boost::asio::buffer(raw.data(), raw.size()), ec);
+  if (ec || !parser.is_header_done()) return false;
+  append_head(out, parser.get().base());
+  return true;
+}
+
 void append_head(std::string& out, const request_head& head) {
   out += head.method_string();
   out += ' ';
@@ -108,6 +147,7 @@ std::string page_response(unsigned status, std::string_view message) {
 std::optional<request_head> parse_request_head(std::string_view bytes) {
   bh::request_parser<bh::empty_body> parser;
   parser.header_limit(static_cast<std::uint32_t>(max_head_size));
+  parser.body_limit(boost::none);  // only the head is read; a body of any size may follow
   parser.eager(false);
   boost::system::error_code ec;
   parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
@@ -116,6 +156,21 @@ std::optional<request_head> parse_request_head(std::string_view bytes) {
 }
 
 std::string rewrite_request_head(std::string_view bytes, const forwarded_for& f) {
+  head_parser<true> parser;
+  parser.header_limit(static_cast<std::uint32_t>(max_head_size));
+  parser.body_limit(boost::none);  // only the head is read; a body of any size may follow
+  parser.eager(false);
+  parser.set_input(bytes.data(), bytes.size());
+  boost::system::error_code ec;
+  std::size_t used = parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
+  if (ec || !parser.is_header_done()) return {};
+  if (!parser.facts().as_it_came) return rewrite_request_head_fully(bytes.substr(0, used), f);
+  std::string out;
+  append_stamped_head(out, bytes.substr(0, used), parser.facts(), f);
+  return out;
+}
+
+std::string rewrite_request_head_fully(std::string_view bytes, const forwarded_for& f) {
   auto parsed = parse_request_head(bytes);
   if (!parsed) return {};
   request_head head = std::move(*parsed);

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "http/head_parser.hpp"
+
 namespace burrow::http {
 
 // Request heads larger than this are answered with 431 and the connection is closed.
@@ -28,6 +30,16 @@ struct forwarded_for {
 // is the first hop that knows the address), X-Forwarded-Proto and X-Forwarded-Host.
 void stamp_forwarded(request_head& head, const forwarded_for& f);
 
+// The request head `raw`, as head_parser parsed it (facts.as_it_came), appended to `out` stamped
+// as stamp_forwarded does: the X-Forwarded-* lines it had are left out, the three the proxy sets
+// go last, and every other byte stays as it came.
+void append_stamped_head(std::string& out, std::string_view raw, const head_facts& facts,
+                         const forwarded_for& f);
+
+// A response head the local service sent, appended to `out`: as it came when it can be
+// (facts.as_it_came), otherwise written out again from a full parse; false when that fails.
+bool append_response_head(std::string& out, std::string_view raw, const head_facts& facts);
+
 // "METHOD TARGET HTTP/1.x\r\n" + fields + "\r\n", appended to `out`.
 void append_head(std::string& out, const request_head& head);
 // "HTTP/1.x STATUS REASON\r\n" + fields + "\r\n", appended to `out`.
@@ -44,7 +56,12 @@ std::string page_response(unsigned status, std::string_view message);
 std::optional<request_head> parse_request_head(std::string_view bytes);
 
 // Parses `bytes` as one request head (nothing after it is read), stamps it and writes it back
-// out; empty when the head is invalid or incomplete. What the fuzz target exercises.
+// out as the proxy does (append_stamped_head, or from a full parse when the head cannot go as
+// it came); empty when the head is invalid or incomplete. What the fuzz target exercises.
 std::string rewrite_request_head(std::string_view bytes, const forwarded_for& f);
+
+// The same from a full parse always (the proxy's way before head_parser): the fuzz target
+// checks that both say the same.
+std::string rewrite_request_head_fully(std::string_view bytes, const forwarded_for& f);
 
 }  // namespace burrow::http

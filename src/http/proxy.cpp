@@ -9,7 +9,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -18,6 +17,7 @@
 #include <memory>
 #include <optional>
 
+#include "http/head_parser.hpp"
 #include "link/event.hpp"
 
 namespace burrow::http {
@@ -114,13 +114,19 @@ void prepare_parser(Parser& p) {
 }
 
 // Parses a head from `in`, reading as needed; an outbox is flushed before each wait so the other
-// side is never kept waiting for bytes already in hand.
+// side is never kept waiting for bytes already in hand. The head's bytes go to `head` when given
+// (Beast parses a head in one put, from one contiguous buffer).
 template <class Parser>
-asio::awaitable<error_code> read_head(inbound& in, Parser& p, outbound& out) {
+asio::awaitable<error_code> read_head(inbound& in, Parser& p, outbound& out,
+                                      std::string* head = nullptr) {
   for (;;) {
     error_code ec = bh::error::need_more;
     if (in.buf.size() > 0) {
-      std::size_t used = p.put(in.buf.data(), ec);
+      auto data = in.buf.data();
+      const char* bytes = static_cast<const char*>(data.data());
+      if constexpr (requires { p.set_input(bytes, data.size()); }) p.set_input(bytes, data.size());
+      std::size_t used = p.put(data, ec);
+      if (p.is_header_done() && head) head->assign(bytes, used);
       in.buf.consume(used);
       if (p.is_header_done()) co_return error_code{};
     }
@@ -144,9 +150,8 @@ asio::awaitable<error_code> forward_body(inbound& in, Parser& p, outbound& out) 
       want = static_cast<std::size_t>(std::min<std::uint64_t>(*left, want));
     char* piece = in.piece_buffer(want);
     const std::size_t room = in.piece_capacity;
-    auto& body = p.get().body();
-    body.data = piece;
-    body.size = room;
+    p.body_data = piece;
+    p.body_room = room;
     error_code ec = bh::error::need_more;
     std::size_t used = 0;
     if (in.buf.size() > 0) {
@@ -154,7 +159,7 @@ asio::awaitable<error_code> forward_body(inbound& in, Parser& p, outbound& out) 
       in.buf.consume(used);
     }
     if (ec == bh::error::need_buffer) ec = {};
-    std::size_t produced = room - body.size;
+    std::size_t produced = room - p.body_room;
     if (produced > 0) {
       if (chunked)
         append_chunk(out.pending, piece, produced);
@@ -222,11 +227,17 @@ class session {
 
  private:
   struct pending {
-    request_head head;  // kept only when on_response wants it
     bool is_head = false;
     bool upgrade = false;
     std::string refusal;  // a response to send instead of the local service's
+    std::string method;   // kept only when on_response wants them
+    std::string target;
   };
+  static pending refusing(std::string response) {
+    pending p;
+    p.refusal = std::move(response);
+    return p;
+  }
   enum class verdict { waiting, upgraded, declined };
 
   void fail(std::string why) {
@@ -246,10 +257,10 @@ class session {
 
   asio::awaitable<void> requests() {
     while (!closed_) {
-      std::optional<bh::request_parser<bh::buffer_body>> p(std::in_place);
+      std::optional<head_parser<true>> p(std::in_place);
       prepare_parser(*p);
       head_deadline_ = clock::now() + options_.head_timeout;
-      error_code ec = co_await read_head(from_visitor_, *p, to_local_);
+      error_code ec = co_await read_head(from_visitor_, *p, to_local_, &head_bytes_);
       head_deadline_ = clock::time_point::max();
       if (closed_) break;
       if (ec == asio::error::eof && from_visitor_.buf.size() == 0) {
@@ -261,36 +272,53 @@ class session {
         break;
       }
       if (ec == bh::error::header_limit) {
-        push({{},
-              false,
-              false,
-              simple_response(431, "Request Header Fields Too Large", "request head too large\n")});
+        push(refusing(
+            simple_response(431, "Request Header Fields Too Large", "request head too large\n")));
         break;
       }
       if (ec == asio::error::eof ||
           (ec && ec.category() == bh::make_error_code(bh::error::bad_target).category())) {
-        push({{}, false, false, simple_response(400, "Bad Request", "malformed request\n")});
+        push(refusing(simple_response(400, "Bad Request", "malformed request\n")));
         break;
       }
       if (ec) {
         fail("visitor: " + ec.message());
         break;
       }
-      auto& head = p->get().base();
+      const head_facts& facts = p->facts();
       pending item;
-      item.is_head = head.method() == bh::verb::head;
+      item.is_head = facts.method == bh::verb::head;
       item.upgrade = p->upgrade();
+      // The fields themselves only for a callback that reads them, or for a head that cannot
+      // be passed on as it came.
+      std::optional<request_head> head;
+      if (options_.screen || !facts.as_it_came) {
+        head = parse_request_head(head_bytes_);
+        if (!head) {  // what head_parser took, the full parse takes too; but never forward it
+          push(refusing(simple_response(400, "Bad Request", "malformed request\n")));
+          break;
+        }
+      }
       if (options_.screen) {
-        item.refusal = options_.screen(head);
+        item.refusal = options_.screen(*head);
         if (!item.refusal.empty()) {
           push(std::move(item));
           break;
         }
       }
+      if (options_.on_request) options_.on_request();
       bool keep_alive = p->keep_alive();
-      stamp_forwarded(head, options_.forwarded);
-      append_head(to_local_.pending, head);
-      if (options_.on_response) item.head = head;
+      if (facts.as_it_came) {
+        append_stamped_head(to_local_.pending, head_bytes_, facts, options_.forwarded);
+      } else {
+        stamp_forwarded(*head, options_.forwarded);
+        append_head(to_local_.pending, *head);
+      }
+      if (options_.on_response) {
+        std::string_view bytes = head_bytes_;
+        item.method = bytes.substr(facts.method_at, facts.method_size);
+        item.target = bytes.substr(facts.target_at, facts.target_size);
+      }
       bool upgrade = item.upgrade;
       while (queue_.size() >= max_pipelined && !closed_) co_await queue_changed_.wait();
       push(std::move(item));
@@ -340,18 +368,22 @@ class session {
         to_visitor_.pending += item.refusal;
         break;
       }
-      std::optional<bh::response_parser<bh::buffer_body>> p;
+      std::optional<head_parser<false>> p;
       unsigned status = 0;
       error_code ec;
       for (;;) {
         p.emplace();
         prepare_parser(*p);
         if (item.is_head) p->skip(true);
-        ec = co_await read_head(from_local_, *p, to_visitor_);
+        ec = co_await read_head(from_local_, *p, to_visitor_, &head_bytes_from_local_);
         if (ec) break;
-        status = p->get().result_int();
+        status = p->facts().status;
         if (status >= 200 || status == 101) break;
-        append_head(to_visitor_.pending, p->get().base());  // 100 Continue, 103 Early Hints
+        // 100 Continue, 103 Early Hints
+        if (!append_response_head(to_visitor_.pending, head_bytes_from_local_, p->facts())) {
+          ec = bh::error::bad_value;
+          break;
+        }
       }
       if (ec) {
         if (ec == asio::error::eof && from_local_.buf.size() == 0 && status == 0) {
@@ -362,8 +394,11 @@ class session {
         }
         break;
       }
-      append_head(to_visitor_.pending, p->get().base());
-      if (options_.on_response) options_.on_response(item.head, status);
+      if (!append_response_head(to_visitor_.pending, head_bytes_from_local_, p->facts())) {
+        fail("local service: a response head that does not parse again");
+        break;
+      }
+      if (options_.on_response) options_.on_response(item.method, item.target, status);
       if (item.upgrade) {
         verdict_ = status == 101 ? verdict::upgraded : verdict::declined;
         verdict_ready_.notify();
@@ -438,6 +473,10 @@ class session {
   bool closed_ = false;   // aborted: every wait gives up
   clock::time_point head_deadline_ = clock::time_point::max();
   proxy_result result_;
+  // The last head read from each side, as it came (kept for the connection: no allocation per
+  // request once they have their size).
+  std::string head_bytes_;
+  std::string head_bytes_from_local_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "http/duplex.hpp"
 #include "http/forward_head.hpp"
@@ -22,8 +23,12 @@ struct proxy_options {
   // Sees each request head before it is forwarded: returns a complete response to send instead
   // (the connection then closes), or an empty string to let the request through.
   std::function<std::string(const request_head&)> screen;
+  // After each request head that is let through, before it is forwarded (reads no fields, so it
+  // costs no parse of them).
+  std::function<void()> on_request;
   // After each response head: the request's method and target, and the status (for logs).
-  std::function<void(const request_head&, unsigned status)> on_response;
+  std::function<void(std::string_view method, std::string_view target, unsigned status)>
+      on_response;
 };
 
 struct proxy_result {

@@ -267,17 +267,18 @@ asio::awaitable<void> relay::inspect_visitor(std::shared_ptr<link::link> l, tcp:
   boost::system::error_code bad;
   auto visitor_ip = asio::ip::make_address(meta->visitor_address, bad);
   std::string who = meta->visitor_address;
-  options.screen = [rules, visitor_ip, host, name, who](const http::request_head& head) {
-    if (!rules) return std::string();
-    auto verdict = rules->check(head, visitor_ip);
-    if (verdict == http::access_rules::verdict::allow) return std::string();
-    spdlog::info("inspect {}: {} {} {} refused: {}", name, who, std::string(head.method_string()),
-                 std::string(head.target()).substr(0, 200), http::describe(verdict));
-    return http::refusal_response(verdict, host);
-  };
-  options.on_response = [name, who](const http::request_head& head, unsigned status) {
-    spdlog::info("inspect {}: {} {} {} {}", name, who, std::string(head.method_string()),
-                 std::string(head.target()).substr(0, 200), status);
+  if (rules) {
+    options.screen = [rules, visitor_ip, host, name, who](const http::request_head& head) {
+      auto verdict = rules->check(head, visitor_ip);
+      if (verdict == http::access_rules::verdict::allow) return std::string();
+      spdlog::info("inspect {}: {} {} {} refused: {}", name, who, std::string(head.method_string()),
+                   std::string(head.target()).substr(0, 200), http::describe(verdict));
+      return http::refusal_response(verdict, host);
+    };
+  }
+  options.on_response = [name, who](std::string_view method, std::string_view target,
+                                    unsigned status) {
+    spdlog::info("inspect {}: {} {} {} {}", name, who, method, target.substr(0, 200), status);
   };
   auto proxying = http::proxy(*visitor, *upstream, std::move(options));
   auto result = co_await std::move(proxying);

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/buffer.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace burrow::http {
 namespace {
 
@@ -63,6 +68,93 @@ TEST(ForwardHead, SimpleResponseIsCompleteAndCloses) {
   EXPECT_NE(r.find("Content-Length: 5\r\n"), std::string::npos);
   EXPECT_NE(r.find("Connection: close\r\n"), std::string::npos);
   EXPECT_TRUE(r.ends_with("\r\n\r\ndown\n"));
+}
+
+// A head the full parse writes out again and one passed on as it came must say the same: the same
+// request line and the same fields, in the same order, with the same values.
+void expect_same_message(const std::string& fast, const std::string& full) {
+  auto a = parse_request_head(fast);
+  auto b = parse_request_head(full);
+  ASSERT_TRUE(a) << fast;
+  ASSERT_TRUE(b) << full;
+  EXPECT_EQ(a->method_string(), b->method_string());
+  EXPECT_EQ(a->target(), b->target());
+  EXPECT_EQ(a->version(), b->version());
+  std::vector<std::pair<std::string, std::string>> fa, fb;
+  for (const auto& f : *a) fa.emplace_back(f.name_string(), f.value());
+  for (const auto& f : *b) fb.emplace_back(f.name_string(), f.value());
+  EXPECT_EQ(fa, fb) << fast << "\n---\n" << full;
+}
+
+TEST(ForwardHead, PassesTheHeadOnAsItCame) {
+  const std::string head =
+      "GET /a%20b?c=d HTTP/1.1\r\nhost:web.burrow.localhost\r\nX-Odd:   spaced  value \r\n"
+      "Accept: */*\r\n\r\n";
+  auto out = rewrite_request_head(head + "body", visitor);
+  // Everything the visitor sent, byte for byte, then the three stamped lines.
+  EXPECT_EQ(out, head.substr(0, head.size() - 2) +
+                     "X-Forwarded-For: 203.0.113.7\r\nX-Forwarded-Proto: https\r\n"
+                     "X-Forwarded-Host: web.burrow.localhost\r\n\r\n");
+  expect_same_message(out, rewrite_request_head_fully(head, visitor));
+}
+
+TEST(ForwardHead, EveryForwardingLineIsLeftOutWhateverItsCase) {
+  const std::string head =
+      "POST / HTTP/1.1\r\nx-forwarded-for: 10.0.0.1\r\nHost: h\r\nX-FORWARDED-PROTO: http\r\n"
+      "X-Forwarded-Host: evil\r\nX-Forwarded-For: 10.0.0.2, 10.0.0.3\r\nContent-Length: 0\r\n"
+      "x-forwarded-host:also-evil\r\n\r\n";
+  auto out = rewrite_request_head(head, visitor);
+  EXPECT_EQ(out,
+            "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n"
+            "X-Forwarded-For: 203.0.113.7\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: h\r\n"
+            "\r\n");
+  expect_same_message(out, rewrite_request_head_fully(head, visitor));
+}
+
+TEST(ForwardHead, HeadsThatCannotGoAsTheyCameAreWrittenOutAgain) {
+  // A value folded over two lines (obs-fold): Beast unfolds it, and the head is written out
+  // again from the full parse, unfolded, as before.
+  const std::string folded = "GET / HTTP/1.1\r\nHost: h\r\nX-Long: first\r\n  second\r\n\r\n";
+  auto out = rewrite_request_head(folded, visitor);
+  EXPECT_EQ(out, rewrite_request_head_fully(folded, visitor));
+  EXPECT_EQ(out.find("first\r\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("X-Forwarded-For: 203.0.113.7\r\n"), std::string::npos) << out;
+  // Beast takes HTTP/1.0 and 1.1 only: any other version is refused, both ways.
+  for (std::string_view odd : {"GET / HTTP/1.2\r\nHost: h\r\n\r\n", "GET / HTTP/2.0\r\n\r\n"}) {
+    EXPECT_EQ(rewrite_request_head(odd, visitor), "") << odd;
+    EXPECT_EQ(rewrite_request_head_fully(odd, visitor), "") << odd;
+  }
+  // More forwarding lines than the parser notes: the full parse drops them all.
+  std::string many = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 12; ++i) many += "X-Forwarded-For: 10.0.0." + std::to_string(i) + "\r\n";
+  many += "\r\n";
+  auto out_many = rewrite_request_head(many, visitor);
+  EXPECT_EQ(out_many, rewrite_request_head_fully(many, visitor));
+  EXPECT_EQ(out_many.find("10.0.0."), std::string::npos) << out_many;
+}
+
+TEST(ForwardHead, ResponseHeadsGoAsTheyCameOrAreWrittenOutAgain) {
+  auto parse = [](std::string_view raw, std::string& out) {
+    head_parser<false> p;
+    p.eager(false);
+    p.set_input(raw.data(), raw.size());
+    boost::system::error_code ec;
+    std::size_t used = p.put(boost::asio::buffer(raw.data(), raw.size()), ec);
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_TRUE(p.is_header_done());
+    EXPECT_TRUE(append_response_head(out, raw.substr(0, used), p.facts()));
+    return p.facts();
+  };
+  const std::string plain = "HTTP/1.0 203 Odd  Reason\r\nServer:x\r\nContent-Length: 3\r\n\r\n";
+  std::string out;
+  auto facts = parse(plain + "abc", out);
+  EXPECT_EQ(out, plain);
+  EXPECT_EQ(facts.status, 203u);
+  EXPECT_EQ(facts.version, 10);
+  out.clear();
+  facts = parse("HTTP/1.1 200 OK\r\nX-A: one\r\n\ttwo\r\nContent-Length: 0\r\n\r\n", out);
+  EXPECT_FALSE(facts.as_it_came);
+  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nX-A: one two\r\nContent-Length: 0\r\n\r\n");
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <cctype>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -174,6 +175,49 @@ TEST(HttpProxy, PipelinedRequestsAreAnsweredInOrderWithForwardedHeaders) {
   EXPECT_NE(seen_by_local.find("X-Forwarded-For: 198.51.100.1"), std::string::npos);
   EXPECT_NE(seen_by_local.find("X-Forwarded-Proto: https"), std::string::npos);
   EXPECT_NE(seen_by_local.find("X-Forwarded-Host: web"), std::string::npos);
+}
+
+// Heads pass as they came: the service's response head reaches the visitor byte for byte (odd
+// spacing and reason phrase included), the request head reaches the service with only the
+// X-Forwarded-* lines changed, and the callbacks see each request.
+TEST(HttpProxy, HeadsPassAsTheyCame) {
+  const std::string response_head =
+      "HTTP/1.1 200 Fine  Thanks\r\nServer:odd\r\nX-Spaced:   a  b \r\nContent-Length: 2\r\n\r\n";
+  std::string seen_by_local;
+  auto options = proxy_rig::default_options();
+  auto requests = std::make_shared<std::atomic<int>>(0);
+  auto logged = std::make_shared<std::vector<std::string>>();
+  options.on_request = [requests] { ++*requests; };
+  options.on_response = [logged](std::string_view method, std::string_view target,
+                                 unsigned status) {
+    logged->push_back(std::string(method) + " " + std::string(target) + " " +
+                      std::to_string(status));
+  };
+  {
+    proxy_rig rig(
+        [&](int fd) {
+          auto got = read_until(fd, "\r\n\r\n", 5s);
+          if (!got) return;
+          seen_by_local = *got;
+          test::write_all(fd, response_head + "ok", 5s);
+          read_until(fd, "never", 5s);
+        },
+        options);
+    int fd = rig.connect();
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(test::write_all(
+        fd, "GET /x?y HTTP/1.1\r\nhost:  web \r\nX-Forwarded-Proto: http\r\nA:b\r\n\r\n", 5s));
+    auto answer = read_until(fd, "\r\n\r\nok", 5s);
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(*answer, response_head + "ok");
+    ::close(fd);
+    EXPECT_TRUE(rig.finished(5s));
+  }
+  EXPECT_EQ(seen_by_local,
+            "GET /x?y HTTP/1.1\r\nhost:  web \r\nA:b\r\nX-Forwarded-For: 198.51.100.1\r\n"
+            "X-Forwarded-Proto: https\r\nX-Forwarded-Host: web\r\n\r\n");
+  EXPECT_EQ(*requests, 1);
+  EXPECT_EQ(*logged, std::vector<std::string>{"GET /x?y 200"});
 }
 
 TEST(HttpProxy, ChunkedBodiesStayChunkedBothWays) {
