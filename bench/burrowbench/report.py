@@ -175,6 +175,9 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
            "processes and ssh) during the 1 KiB / 50 keep-alive column, per 1,000 requests "
            "wrk completed, and during the 1-stream bulk column, per 10^9 bytes iperf3 "
            "received.",
+           "- CPU busy: the share of the column's time each CPU was busy (user, system, irq, "
+           "softirq; from /proc/stat, so the kernel's loopback work and anything else on it "
+           "count): a load CPU near 100 % means nginx and wrk set the rate, not the tunnel.",
            "- Context switches per MB: every thread of the same processes (socat: n/a, its "
            "forked child exits with the connection), voluntary and not, during the 1-stream "
            "bulk column, per 10^6 bytes received: how many wake-ups the bytes cost.",
