@@ -16,6 +16,14 @@ from .summary import summarize, summarize_vs
 from .sysinfo import loadavg
 
 
+
+def _wakeups(w: dict | None) -> str:
+    """The header's pipe round trips (sysinfo.wakeups), or why there are none."""
+    if not w or w.get("same_cpu") is None or w.get("cross_cpu") is None:
+        return "not measured"
+    return (f"{w['same_cpu']} µs with both on the tunnel CPU, {w['cross_cpu']} µs across to the "
+            "load CPU (one request at a time through a tunnel is a chain of such wake-ups)")
+
 def fmt_val(key: str, v) -> str:
     if v is None:
         return "n/a"
@@ -128,6 +136,8 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
         f"- CPU: {meta['cpu_model']}",
         f"- kernel: {meta['kernel']}; one system call (getppid) {meta.get('syscall_ns', '?')} ns; "
         f"meltdown: {meta.get('meltdown', '?')}",
+        "- one byte over pipes to a process and back, each side blocked in read(): "
+        f"{_wakeups(meta.get('wakeup_us'))}",
         f"- burrow: {meta['versions'].get('burrow') or 'n/a'}; git {meta['git'] or 'n/a'}",
         f"- tools: {'; '.join(f'{k}: {v}' for k, v in meta['versions'].items() if k != 'burrow')}",
         f"- rounds: {a.rounds}, wrk -d {a.duration}s, iperf3 -t {a.iperf_time}; "

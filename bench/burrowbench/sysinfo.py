@@ -232,6 +232,55 @@ def syscall_ns(n: int = 200_000) -> float:
     return max(best, 0.0)
 
 
+def wakeups(ctx: Context) -> dict[str, float | None]:
+    """Pipe round trips with both processes on the tunnel CPU, and across to the load CPU."""
+    a, b = ctx.args.tunnel_cpu, ctx.args.load_cpu
+    out = {"same_cpu": wakeup_round_trip_us(a, a), "cross_cpu": wakeup_round_trip_us(a, b)}
+    return {k: (round(v, 1) if v is not None else None) for k, v in out.items()}
+
+
+def wakeup_round_trip_us(cpu_a: int, cpu_b: int, n: int = 20_000) -> float | None:
+    """Microseconds for one byte to go to a process on cpu_b and back over pipes, each side
+    blocked in read() until it comes: two wake-ups, best of 3.
+
+    One request at a time through a tunnel is a chain of such wake-ups (wrk and nginx on one CPU,
+    the tunnel on the other); where waking a CPU that has gone idle is slow, as on a virtual
+    machine, the cross-CPU figure, not the tunnel's own work, sets that column."""
+    try:
+        saved = os.sched_getaffinity(0)
+    except OSError:
+        return None
+    best = float("inf")
+    for _ in range(3):
+        to_child, from_parent = os.pipe()
+        to_parent, from_child = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the echo: pinned, blocking reads, then out
+            try:
+                os.sched_setaffinity(0, {cpu_b})
+                for _ in range(n):
+                    os.write(from_child, os.read(to_child, 1))
+            finally:
+                os._exit(0)
+        try:
+            os.sched_setaffinity(0, {cpu_a})
+            os.write(from_parent, b"x")  # the child is up and pinned once this comes back
+            os.read(to_parent, 1)
+            t0 = time.perf_counter()
+            for _ in range(n - 1):
+                os.write(from_parent, b"x")
+                os.read(to_parent, 1)
+            best = min(best, (time.perf_counter() - t0) / (n - 1) * 1e6)
+        except OSError:
+            return None
+        finally:
+            os.sched_setaffinity(0, saved)
+            os.waitpid(pid, 0)
+            for fd in (to_child, from_parent, to_parent, from_child):
+                os.close(fd)
+    return best
+
+
 def meltdown_mitigation() -> str:
     try:
         with open("/sys/devices/system/cpu/vulnerabilities/meltdown") as f:
@@ -310,4 +359,5 @@ def run_meta(ctx: Context, command: str, ncpu: int, nofile: int) -> dict:
         "kernel": os.uname().release, "versions": versions, "git": git,
         "nofile": nofile, "loadavg_start": loadavg(), "binary_sizes": binary_sizes(ctx),
         "syscall_ns": round(syscall_ns()), "meltdown": meltdown_mitigation(),
+        "wakeup_us": wakeups(ctx),
     }
