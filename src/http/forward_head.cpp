@@ -33,6 +33,18 @@ std::string_view safe_value(std::string_view v) {
   return v.empty() ? std::string_view("unknown") : v;
 }
 
+// Parses the head at the start of `bytes` with `parser`, nothing after it: the bytes it took, or
+// 0 when the head is invalid, incomplete or larger than max_head_size.
+template <class Parser>
+std::size_t parse_head(Parser& parser, std::string_view bytes) {
+  parser.header_limit(static_cast<std::uint32_t>(max_head_size));
+  parser.body_limit(boost::none);  // only the head is read; a body of any size may follow
+  parser.eager(false);
+  boost::system::error_code ec;
+  std::size_t used = parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
+  return ec || !parser.is_header_done() ? 0 : used;
+}
+
 }  // namespace
 
 void stamp_forwarded(request_head& head, const forwarded_for& f) {
@@ -72,12 +84,7 @@ bool append_response_head(std::string& out, std::string_view raw, const head_fac
     return true;
   }
   bh::response_parser<bh::empty_body> parser;
-  parser.header_limit(static_cast<std::uint32_t>(max_head_size));
-  parser.body_limit(boost::none);  // only the head is read; a body of any size may follow
-  parser.eager(false);
-  boost::system::error_code ec;
-  parser.put(boost::asio::buffer(raw.data(), raw.size()), ec);
-  if (ec || !parser.is_header_done()) return false;
+  if (parse_head(parser, raw) == 0) return false;
   append_head(out, parser.get().base());
   return true;
 }
@@ -146,24 +153,15 @@ std::string page_response(unsigned status, std::string_view message) {
 
 std::optional<request_head> parse_request_head(std::string_view bytes) {
   bh::request_parser<bh::empty_body> parser;
-  parser.header_limit(static_cast<std::uint32_t>(max_head_size));
-  parser.body_limit(boost::none);  // only the head is read; a body of any size may follow
-  parser.eager(false);
-  boost::system::error_code ec;
-  parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
-  if (ec || !parser.is_header_done()) return std::nullopt;
+  if (parse_head(parser, bytes) == 0) return std::nullopt;
   return parser.get().base();
 }
 
 std::string rewrite_request_head(std::string_view bytes, const forwarded_for& f) {
   head_parser<true> parser;
-  parser.header_limit(static_cast<std::uint32_t>(max_head_size));
-  parser.body_limit(boost::none);  // only the head is read; a body of any size may follow
-  parser.eager(false);
   parser.set_input(bytes.data(), bytes.size());
-  boost::system::error_code ec;
-  std::size_t used = parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
-  if (ec || !parser.is_header_done()) return {};
+  std::size_t used = parse_head(parser, bytes);
+  if (used == 0) return {};
   if (!parser.facts().as_it_came) return rewrite_request_head_fully(bytes.substr(0, used), f);
   std::string out;
   append_stamped_head(out, bytes.substr(0, used), parser.facts(), f);
