@@ -303,6 +303,33 @@ TEST(HttpProxy, ScreenedRequestsNeverReachTheLocalService) {
   EXPECT_EQ(seen_by_local, "");
 }
 
+// Heads whose body framing two readers could read two ways (a length and chunked, two lengths
+// that disagree) are answered 400 and never reach the service, so nothing can ride inside them.
+TEST(HttpProxy, AmbiguousBodyFramingNeverReachesTheService) {
+  for (std::string head : {"POST / HTTP/1.1\r\nHost: web\r\nContent-Length: 5\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n",
+                           "POST / HTTP/1.1\r\nHost: web\r\nTransfer-Encoding: chunked\r\n"
+                           "Content-Length: 5\r\n\r\n",
+                           "POST / HTTP/1.1\r\nHost: web\r\nContent-Length: 5\r\n"
+                           "Content-Length: 6\r\n\r\n"}) {
+    std::string seen_by_local = "unset";
+    {
+      proxy_rig rig(
+          [&](int fd) { seen_by_local = test::read_until_eof(fd, 5s, 1 << 20).value_or("error"); });
+      int fd = rig.connect();
+      ASSERT_GE(fd, 0);
+      ASSERT_TRUE(
+          test::write_all(fd, head + "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: web\r\n\r\n", 5s));
+      auto answer = test::read_until_eof(fd, 5s, 1 << 20);
+      ASSERT_TRUE(answer);
+      EXPECT_TRUE(answer->starts_with("HTTP/1.1 400 Bad Request")) << *answer;
+      ::close(fd);
+      EXPECT_TRUE(rig.finished(5s));
+    }
+    EXPECT_EQ(seen_by_local, "") << head;
+  }
+}
+
 // A refused upload: the visitor is still sending its body when the answer goes out. The proxy
 // reads and drops the rest until the visitor closes, so the visitor finishes sending and reads
 // the answer and a clean end of file, never a reset.
