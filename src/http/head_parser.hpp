@@ -9,6 +9,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -72,6 +74,11 @@ class head_parser final : public boost::beast::http::basic_parser<isRequest> {
 
   const head_facts& facts() const { return facts_; }
 
+  using head_type = boost::beast::http::header<isRequest, boost::beast::http::fields>;
+  // Builds the head's fields into `head` too, for a caller that reads them (access rules), as
+  // Beast's own parser would: set before the put that parses the head.
+  void keep_fields(head_type* head) { kept_ = head; }
+
  private:
   std::uint32_t offset_of(string_view s) const {
     return static_cast<std::uint32_t>(s.data() - input_);
@@ -89,6 +96,16 @@ class head_parser final : public boost::beast::http::basic_parser<isRequest> {
 
   void on_request_impl(boost::beast::http::verb method, string_view method_string,
                        string_view target, int version, error_code&) override {
+    if constexpr (isRequest) {
+      if (kept_) {  // as Beast's own parser fills its header
+        if (method != boost::beast::http::verb::unknown)
+          kept_->method(method);
+        else
+          kept_->method_string(method_string);
+        kept_->target(target);
+        kept_->version(version);
+      }
+    }
     facts_.method = method;
     facts_.method_at = offset_of(method_string);
     facts_.method_size = static_cast<std::uint32_t>(method_string.size());
@@ -96,12 +113,20 @@ class head_parser final : public boost::beast::http::basic_parser<isRequest> {
     facts_.target_size = static_cast<std::uint32_t>(target.size());
     set_version(version);
   }
-  void on_response_impl(int code, string_view, int version, error_code&) override {
+  void on_response_impl(int code, string_view reason, int version, error_code&) override {
+    if constexpr (!isRequest) {
+      if (kept_) {
+        kept_->result(code);
+        kept_->reason(reason);
+        kept_->version(version);
+      }
+    }
     facts_.status = static_cast<unsigned>(code);
     set_version(version);
   }
   void on_field_impl(boost::beast::http::field f, string_view name, string_view value,
                      error_code&) override {
+    if (kept_) kept_->insert(f, name, value);
     if (!in_input(name) || !in_input(value)) {
       facts_.as_it_came = false;
       return;
@@ -149,6 +174,7 @@ class head_parser final : public boost::beast::http::basic_parser<isRequest> {
   const char* input_ = nullptr;
   std::size_t input_size_ = 0;
   bool open_cut_ = false;  // the last cut ends where the next field starts
+  head_type* kept_ = nullptr;
 };
 
 }  // namespace burrow::http

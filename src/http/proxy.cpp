@@ -259,6 +259,10 @@ class session {
     while (!closed_) {
       std::optional<head_parser<true>> p(std::in_place);
       prepare_parser(*p);
+      // The fields themselves only for a callback that reads them (parsed in the same pass), or
+      // for a head that cannot be passed on as it came (below).
+      std::optional<request_head> head;
+      if (options_.screen) p->keep_fields(&head.emplace());
       head_deadline_ = clock::now() + options_.head_timeout;
       error_code ec = co_await read_head(from_visitor_, *p, to_local_, &head_bytes_);
       head_deadline_ = clock::time_point::max();
@@ -289,10 +293,7 @@ class session {
       pending item;
       item.is_head = facts.method == bh::verb::head;
       item.upgrade = p->upgrade();
-      // The fields themselves only for a callback that reads them, or for a head that cannot
-      // be passed on as it came.
-      std::optional<request_head> head;
-      if (options_.screen || !facts.as_it_came) {
+      if (!head && !facts.as_it_came) {
         head = parse_request_head(head_bytes_);
         if (!head) {  // what head_parser took, the full parse takes too; but never forward it
           push(refusing(simple_response(400, "Bad Request", "malformed request\n")));

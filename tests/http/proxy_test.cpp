@@ -330,6 +330,43 @@ TEST(HttpProxy, AmbiguousBodyFramingNeverReachesTheService) {
   }
 }
 
+// The screen reads the fields of a head that then goes on as it came: the request it lets
+// through reaches the service byte for byte but for the forwarding lines.
+TEST(HttpProxy, TheScreenReadsTheFieldsOfAHeadThatGoesOnAsItCame) {
+  std::string seen_by_local;
+  auto options = proxy_rig::default_options();
+  options.screen = [](const request_head& h) {
+    return h.method() == boost::beast::http::verb::get && h.target() == "/secret" &&
+                   h[boost::beast::http::field::authorization] == "Bearer good"
+               ? std::string()
+               : simple_response(401, "Unauthorized", "no\n");
+  };
+  {
+    proxy_rig rig(
+        [&](int fd) {
+          auto got = read_until(fd, "\r\n\r\n", 5s);
+          if (!got) return;
+          seen_by_local = *got;
+          test::write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 5s);
+          read_until(fd, "never", 5s);
+        },
+        options);
+    int fd = rig.connect();
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(test::write_all(
+        fd, "GET /secret HTTP/1.1\r\nHost: web\r\nauthorization:  Bearer good\r\n\r\n", 5s));
+    auto answer = read_until(fd, "\r\n\r\nok", 5s);
+    ASSERT_TRUE(answer);
+    EXPECT_TRUE(answer->starts_with("HTTP/1.1 200 OK")) << *answer;
+    ::close(fd);
+    EXPECT_TRUE(rig.finished(5s));
+  }
+  EXPECT_EQ(seen_by_local,
+            "GET /secret HTTP/1.1\r\nHost: web\r\nauthorization:  Bearer good\r\n"
+            "X-Forwarded-For: 198.51.100.1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: web\r\n"
+            "\r\n");
+}
+
 // A refused upload: the visitor is still sending its body when the answer goes out. The proxy
 // reads and drops the rest until the visitor closes, so the visitor finishes sending and reads
 // the answer and a clean end of file, never a reset.
