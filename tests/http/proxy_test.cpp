@@ -177,13 +177,39 @@ TEST(HttpProxy, PipelinedRequestsAreAnsweredInOrderWithForwardedHeaders) {
   EXPECT_NE(seen_by_local.find("X-Forwarded-Host: web"), std::string::npos);
 }
 
+// One request through the proxy to a service that reads one head and answers `response`: what
+// the visitor got back (up to the body "ok"; nullopt if it never came) and what the service read.
+struct exchange {
+  std::optional<std::string> answer;
+  std::string seen_by_local;
+};
+exchange exchange_once(proxy_options options, const std::string& request,
+                       const std::string& response) {
+  exchange out;
+  proxy_rig rig(
+      [&](int fd) {
+        auto got = read_until(fd, "\r\n\r\n", 5s);
+        if (!got) return;
+        out.seen_by_local = *got;
+        test::write_all(fd, response, 5s);
+        read_until(fd, "never", 5s);
+      },
+      std::move(options));
+  int fd = rig.connect();
+  if (fd < 0) return out;
+  if (test::write_all(fd, request, 5s)) out.answer = read_until(fd, "\r\n\r\nok", 5s);
+  ::close(fd);
+  EXPECT_TRUE(rig.finished(5s));
+  rig.join_local();
+  return out;
+}
+
 // Heads pass as they came: the service's response head reaches the visitor byte for byte (odd
 // spacing and reason phrase included), the request head reaches the service with only the
 // X-Forwarded-* lines changed, and the callbacks see each request.
 TEST(HttpProxy, HeadsPassAsTheyCame) {
   const std::string response_head =
       "HTTP/1.1 200 Fine  Thanks\r\nServer:odd\r\nX-Spaced:   a  b \r\nContent-Length: 2\r\n\r\n";
-  std::string seen_by_local;
   auto options = proxy_rig::default_options();
   auto requests = std::make_shared<std::atomic<int>>(0);
   auto logged = std::make_shared<std::vector<std::string>>();
@@ -193,26 +219,11 @@ TEST(HttpProxy, HeadsPassAsTheyCame) {
     logged->push_back(std::string(method) + " " + std::string(target) + " " +
                       std::to_string(status));
   };
-  {
-    proxy_rig rig(
-        [&](int fd) {
-          auto got = read_until(fd, "\r\n\r\n", 5s);
-          if (!got) return;
-          seen_by_local = *got;
-          test::write_all(fd, response_head + "ok", 5s);
-          read_until(fd, "never", 5s);
-        },
-        options);
-    int fd = rig.connect();
-    ASSERT_GE(fd, 0);
-    ASSERT_TRUE(test::write_all(
-        fd, "GET /x?y HTTP/1.1\r\nhost:  web \r\nX-Forwarded-Proto: http\r\nA:b\r\n\r\n", 5s));
-    auto answer = read_until(fd, "\r\n\r\nok", 5s);
-    ASSERT_TRUE(answer);
-    EXPECT_EQ(*answer, response_head + "ok");
-    ::close(fd);
-    EXPECT_TRUE(rig.finished(5s));
-  }
+  auto [answer, seen_by_local] = exchange_once(
+      options, "GET /x?y HTTP/1.1\r\nhost:  web \r\nX-Forwarded-Proto: http\r\nA:b\r\n\r\n",
+      response_head + "ok");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(*answer, response_head + "ok");
   EXPECT_EQ(seen_by_local,
             "GET /x?y HTTP/1.1\r\nhost:  web \r\nA:b\r\nX-Forwarded-For: 198.51.100.1\r\n"
             "X-Forwarded-Proto: https\r\nX-Forwarded-Host: web\r\n\r\n");
@@ -333,7 +344,6 @@ TEST(HttpProxy, AmbiguousBodyFramingNeverReachesTheService) {
 // The screen reads the fields of a head that then goes on as it came: the request it lets
 // through reaches the service byte for byte but for the forwarding lines.
 TEST(HttpProxy, TheScreenReadsTheFieldsOfAHeadThatGoesOnAsItCame) {
-  std::string seen_by_local;
   auto options = proxy_rig::default_options();
   options.screen = [](const request_head& h) {
     return h.method() == boost::beast::http::verb::get && h.target() == "/secret" &&
@@ -341,26 +351,11 @@ TEST(HttpProxy, TheScreenReadsTheFieldsOfAHeadThatGoesOnAsItCame) {
                ? std::string()
                : simple_response(401, "Unauthorized", "no\n");
   };
-  {
-    proxy_rig rig(
-        [&](int fd) {
-          auto got = read_until(fd, "\r\n\r\n", 5s);
-          if (!got) return;
-          seen_by_local = *got;
-          test::write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 5s);
-          read_until(fd, "never", 5s);
-        },
-        options);
-    int fd = rig.connect();
-    ASSERT_GE(fd, 0);
-    ASSERT_TRUE(test::write_all(
-        fd, "GET /secret HTTP/1.1\r\nHost: web\r\nauthorization:  Bearer good\r\n\r\n", 5s));
-    auto answer = read_until(fd, "\r\n\r\nok", 5s);
-    ASSERT_TRUE(answer);
-    EXPECT_TRUE(answer->starts_with("HTTP/1.1 200 OK")) << *answer;
-    ::close(fd);
-    EXPECT_TRUE(rig.finished(5s));
-  }
+  auto [answer, seen_by_local] = exchange_once(
+      options, "GET /secret HTTP/1.1\r\nHost: web\r\nauthorization:  Bearer good\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  ASSERT_TRUE(answer);
+  EXPECT_TRUE(answer->starts_with("HTTP/1.1 200 OK")) << *answer;
   EXPECT_EQ(seen_by_local,
             "GET /secret HTTP/1.1\r\nHost: web\r\nauthorization:  Bearer good\r\n"
             "X-Forwarded-For: 198.51.100.1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: web\r\n"
