@@ -98,10 +98,11 @@ class record_protection {
 
  private:
   struct direction;
-  // Opens the record at `h` (its body `body` bytes long) into `out`, which has room for its
-  // data, body - tag_size - 1 bytes; `plain` is how many of them are data (none for an alert).
+  // Opens the record at `h` (its body `body` bytes long) into `out`, which has `room` bytes, at
+  // least its data's body - tag_size - 1; with one more, for the inner type, the record opens in
+  // one call. `plain` is how many bytes are data (none for an alert).
   boost::system::error_code open_record(const std::uint8_t* h, std::size_t body, std::uint8_t* out,
-                                        std::size_t& plain);
+                                        std::size_t room, std::size_t& plain);
   boost::system::error_code seal_record(std::span<const std::uint8_t> plain, std::uint8_t type,
                                         byte_buffer& out);
   std::unique_ptr<direction> send_, receive_;

@@ -80,6 +80,77 @@ TEST_P(RecordProtection, WhatOneSideSealsTheOtherOpensInAnyPieces) {
   EXPECT_EQ(text(back_got), text(got));
 }
 
+// The record TLS 1.3 (RFC 8446, section 5.2) makes of `plain` with this key, IV and sequence
+// number, computed the plain way: nonce, header as associated data, data and inner type, tag.
+std::vector<std::uint8_t> tls13_record(record_cipher c, std::span<const std::uint8_t> key,
+                                       std::span<const std::uint8_t> iv, std::uint64_t sequence,
+                                       std::span<const std::uint8_t> plain) {
+  const EVP_CIPHER* cipher = c == record_cipher::aes_128_gcm   ? EVP_aes_128_gcm()
+                             : c == record_cipher::aes_256_gcm ? EVP_aes_256_gcm()
+                                                               : EVP_chacha20_poly1305();
+  std::vector<std::uint8_t> nonce(iv.begin(), iv.end());
+  for (std::size_t i = 0; i < 8; ++i)
+    nonce[nonce.size() - 1 - i] ^= static_cast<std::uint8_t>(sequence >> (8 * i));
+  std::vector<std::uint8_t> inner(plain.begin(), plain.end());
+  inner.push_back(23);  // application data
+  const std::size_t body = inner.size() + 16;
+  std::vector<std::uint8_t> record(5 + body);
+  record[0] = 23;  // application data, TLS 1.2 on the wire, the body's length
+  record[1] = record[2] = 3;
+  record[3] = static_cast<std::uint8_t>(body >> 8);
+  record[4] = static_cast<std::uint8_t>(body);
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  int len = 0;
+  const bool ok =
+      EVP_EncryptInit_ex(ctx, cipher, nullptr, key.data(), nonce.data()) == 1 &&
+      EVP_EncryptUpdate(ctx, nullptr, &len, record.data(), 5) == 1 &&
+      EVP_EncryptUpdate(ctx, record.data() + 5, &len, inner.data(),
+                        static_cast<int>(inner.size())) == 1 &&
+      EVP_EncryptFinal_ex(ctx, record.data() + 5 + inner.size(), &len) == 1 &&
+      EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, record.data() + 5 + inner.size()) == 1;
+  EVP_CIPHER_CTX_free(ctx);
+  if (!ok) ADD_FAILURE() << "the reference AEAD failed";
+  return record;
+}
+
+// Byte for byte what TLS 1.3 would send with the same keys, sizes on both sides of the one
+// where the data is copied next to its type, and each record opens on the other side.
+TEST_P(RecordProtection, RecordsAreTls13RecordsUnderTheExportedKeys) {
+  const record_cipher c = GetParam();
+  const std::size_t key_size = c == record_cipher::aes_128_gcm ? 16 : 32;
+  std::vector<std::uint8_t> material(key_size + 12);
+  ASSERT_TRUE(fixed_keys(5)("dialer key 0", material));
+  const std::span<const std::uint8_t> key(material.data(), key_size),
+      iv(material.data() + key_size, 12);
+  // Opened three ways: into a buffer, into a span with room for the data alone (as a reader of
+  // full records has), and into one with room for the inner type too.
+  for (int way = 0; way < 3; ++way) {
+    record_protection dialer(c, fixed_keys(5), true), acceptor(c, fixed_keys(5), false);
+    std::uint64_t sequence = 0;
+    for (std::size_t size : {1, 100, 1300, 4095, 4096, 4097, 16384}) {
+      const auto plain = random_bytes(size);
+      byte_buffer wire;
+      ASSERT_FALSE(dialer.seal(plain, wire));
+      const auto expected = tls13_record(c, key, iv, sequence++, plain);
+      ASSERT_EQ(wire.size(), expected.size()) << size;
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), wire.data())) << size;
+      std::vector<std::uint8_t> got(size + (way == 2 ? 1 : 0));
+      std::size_t used = 0, produced = 0;
+      if (way == 0) {
+        byte_buffer opened;
+        ASSERT_FALSE(acceptor.open(wire.bytes(), opened, used)) << size;
+        produced = opened.size();
+        std::copy_n(opened.data(), std::min(produced, got.size()), got.begin());
+      } else {
+        ASSERT_FALSE(acceptor.open(wire.bytes(), got, used, produced)) << size << " " << way;
+      }
+      EXPECT_EQ(used, wire.size());
+      ASSERT_EQ(produced, size);
+      EXPECT_TRUE(std::equal(plain.begin(), plain.end(), got.begin())) << size << " " << way;
+    }
+  }
+}
+
 TEST_P(RecordProtection, EveryChangedByteIsCaught) {
   pair_of_ends ends(GetParam());
   const std::string message = "a frame of the link";
