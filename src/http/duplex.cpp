@@ -18,6 +18,8 @@ using boost::system::error_code;
 
 namespace {
 
+// Where an adapter only passes a call on, it returns the callee's awaitable instead of awaiting
+// it in a coroutine of its own: one coroutine frame less on every read and write.
 class tcp_duplex final : public duplex {
  public:
   explicit tcp_duplex(asio::ip::tcp::socket& s) : socket_(s) {
@@ -26,14 +28,9 @@ class tcp_duplex final : public duplex {
     non_blocking_ = !ec;  // write_now and receive_some must never wait
   }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
-    if (!non_blocking_) {
-      auto [e, n] = co_await socket_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
-      ec = e;
-      co_return n;
-    }
     // Drained reads (core/drained.hpp): no recv that fails before each wait.
-    auto reading = receive_when_ready(socket_, b, drained_, ec);
-    co_return co_await std::move(reading);
+    if (non_blocking_) return receive_when_ready(socket_, b, drained_, ec);
+    return read_waiting(b, ec);
   }
   asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
     std::size_t sent = non_blocking_ ? link::write_now(socket_, b, ec) : 0;
@@ -53,6 +50,12 @@ class tcp_duplex final : public duplex {
   }
 
  private:
+  asio::awaitable<std::size_t> read_waiting(asio::mutable_buffer b, error_code& ec) {
+    auto [e, n] = co_await socket_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
+    ec = e;
+    co_return n;
+  }
+
   asio::ip::tcp::socket& socket_;
   bool non_blocking_ = false;
   bool drained_ = true;  // the last read left the socket empty: wait for epoll's edge first
@@ -63,22 +66,23 @@ class tls_duplex final : public duplex {
   tls_duplex(e2ee::secure_stream& tls, bool truncation_is_eof)
       : tls_(tls), truncation_is_eof_(truncation_is_eof) {}
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
-    auto reading = tls_.read_some(b, ec);
-    std::size_t n = co_await std::move(reading);
-    if (truncation_is_eof_ && ec == asio::ssl::error::stream_truncated) ec = asio::error::eof;
-    co_return n;
+    if (!truncation_is_eof_) return tls_.read_some(b, ec);
+    return read_truncation_as_eof(b, ec);
   }
   asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
-    auto writing = tls_.write_all(b, ec);
-    co_await std::move(writing);
+    return tls_.write_all(b, ec);
   }
-  asio::awaitable<void> shutdown_send(error_code& ec) override {
-    auto closing = tls_.shutdown_send(ec);
-    co_await std::move(closing);
-  }
+  asio::awaitable<void> shutdown_send(error_code& ec) override { return tls_.shutdown_send(ec); }
   void abort() override { tls_.abort(proto::stream_status::cancelled); }
 
  private:
+  asio::awaitable<std::size_t> read_truncation_as_eof(asio::mutable_buffer b, error_code& ec) {
+    auto reading = tls_.read_some(b, ec);
+    std::size_t n = co_await std::move(reading);
+    if (ec == asio::ssl::error::stream_truncated) ec = asio::error::eof;
+    co_return n;
+  }
+
   e2ee::secure_stream& tls_;
   bool truncation_is_eof_;
 };
@@ -87,13 +91,10 @@ class stream_duplex final : public duplex {
  public:
   explicit stream_duplex(std::shared_ptr<link::stream> s) : stream_(std::move(s)) {}
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
-    auto reading = stream_->read_some(b, ec);
-    co_return co_await std::move(reading);
+    return stream_->read_some(b, ec);
   }
   asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
-    auto writing =
-        stream_->write_all(std::span(static_cast<const std::uint8_t*>(b.data()), b.size()), ec);
-    co_await std::move(writing);
+    return stream_->write_all(std::span(static_cast<const std::uint8_t*>(b.data()), b.size()), ec);
   }
   asio::awaitable<void> shutdown_send(error_code& ec) override {
     ec = {};
