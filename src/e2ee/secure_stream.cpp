@@ -153,11 +153,14 @@ asio::awaitable<error_code> secure_stream::handshake() {
 
 asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, error_code& ec) {
   ec = {};
+  // Own records go straight to read_own, which the caller awaits: no coroutine frame of ours.
+  if (own_ && b.size() > 0) return read_own(b, ec);
+  return read_tls(b, ec);
+}
+
+// Reading through OpenSSL's records (and a read of nothing).
+asio::awaitable<std::size_t> secure_stream::read_tls(asio::mutable_buffer b, error_code& ec) {
   if (b.size() == 0) co_return 0;
-  if (own_) {
-    auto read = read_own(b, ec);
-    co_return co_await std::move(read);
-  }
   const std::size_t want = std::min<std::size_t>(b.size(), INT_MAX);
   // With nothing to decrypt, wait for input before asking OpenSSL.
   bool need_input =
@@ -279,8 +282,10 @@ asio::awaitable<void> secure_stream::write_all(asio::const_buffer b, error_code&
       left -= n;
     }
     error_code flush_ec;
-    auto flushed = flush(flush_ec);
-    co_await std::move(flushed);
+    if (may_drain(flush_ec)) {  // no flush runs: this loop waited for it before sealing
+      auto drained = drain(flush_ec);
+      co_await std::move(drained);
+    }
     if (!ec) ec = flush_ec;
     if (ec || left == 0) co_return;
   }
@@ -467,16 +472,21 @@ asio::awaitable<void> secure_stream::flush(error_code& ec) {
     auto turn = wait_no_flush();
     co_await std::move(turn);
   }
+  if (!may_drain(ec)) co_return;
+  auto drained = drain(ec);
+  co_await std::move(drained);
+}
+
+bool secure_stream::may_drain(error_code& ec) const {
+  ec = {};
   if (broken_ && broken_ != asio::error::eof) {
     // A failed handshake still owes the peer its alert; anything else is past sending.
     if (handshake_done_ || carrier_->is_reset()) {
       ec = broken_;
-      co_return;
+      return false;
     }
   }
-  if (io_.out.empty() && sending_.empty()) co_return;
-  auto drained = drain(ec);
-  co_await std::move(drained);
+  return !io_.out.empty() || !sending_.empty();
 }
 
 // The one flush path: whoever finds no flush running becomes the flusher and sends until nothing

@@ -82,8 +82,13 @@ class secure_stream {
   boost::asio::awaitable<boost::system::error_code> feed();  // more ciphertext into io_.in
   boost::asio::awaitable<void> wait_no_flush();
   boost::asio::awaitable<void> flush(boost::system::error_code& ec);
+  // flush()'s checks once no flush runs: whether there is anything to send and it may go (when
+  // it may not, `ec` says why).
+  bool may_drain(boost::system::error_code& ec) const;
   boost::asio::awaitable<void> drain(boost::system::error_code& ec);
   boost::asio::awaitable<boost::system::error_code> await_peer_fin();
+  boost::asio::awaitable<std::size_t> read_tls(boost::asio::mutable_buffer b,
+                                               boost::system::error_code& ec);
   boost::asio::awaitable<std::size_t> read_own(boost::asio::mutable_buffer b,
                                                boost::system::error_code& ec);
   boost::system::error_code open_own(boost::asio::mutable_buffer b, std::size_t& produced);
