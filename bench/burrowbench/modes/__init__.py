@@ -3,7 +3,7 @@ MODES."""
 
 from __future__ import annotations
 
-from .base import DirectMode, Mode, SocatMode
+from .base import DirectMode, Mode, SocatChainMode, SocatMode
 from .burrow import (BurrowE2eeMode, BurrowE2eeNoResumeMode, BurrowMode, BurrowPlainMode,
                      BurrowWorkersMode, link_encryption_supported)
 from .https import (BurrowHttpsBlindMode, BurrowHttpsInspectMode, BurrowHttpsPassthroughMode,
@@ -11,11 +11,11 @@ from .https import (BurrowHttpsBlindMode, BurrowHttpsInspectMode, BurrowHttpsPas
 from .ssh import SshReverseMode
 
 MODES: dict[str, type[Mode]] = {m.name: m for m in (
-    DirectMode, HttpsDirectMode, SocatMode, SshReverseMode, BurrowMode, BurrowPlainMode,
+    DirectMode, HttpsDirectMode, SocatMode, SocatChainMode, SshReverseMode, BurrowMode, BurrowPlainMode,
     BurrowE2eeMode, BurrowE2eeNoResumeMode, BurrowHttpsBlindMode, BurrowHttpsInspectMode,
     BurrowHttpsPassthroughMode)}
 
-__all__ = ["MODES", "Mode", "DirectMode", "HttpsDirectMode", "SocatMode", "SshReverseMode",
+__all__ = ["MODES", "Mode", "DirectMode", "HttpsDirectMode", "SocatMode", "SocatChainMode", "SshReverseMode",
            "BurrowMode", "BurrowPlainMode", "BurrowE2eeMode", "BurrowE2eeNoResumeMode",
            "BurrowHttpsBlindMode", "BurrowHttpsInspectMode", "BurrowHttpsPassthroughMode",
            "BurrowWorkersMode", "link_encryption_supported"]

@@ -1,5 +1,5 @@
 """The Mode interface, and the modes without a tunnel of their own (direct) or with a
-plain TCP relay (socat)."""
+plain TCP relay (socat, and two of them in a chain)."""
 
 from __future__ import annotations
 
@@ -156,3 +156,25 @@ class SocatMode(Mode):
 
     def binaries(self) -> dict[str, int]:
         return {"socat": installed_size(shutil.which("socat"))}
+
+
+class SocatChainMode(SocatMode):
+    """Two socats on the tunnel CPU, the first forwarding to the second: the shape of a relay
+    and an agent (two processes, one hop more than socat), with nothing else to do.  A
+    reference like direct: what any tunnel built of a relay and an agent can reach here."""
+
+    name = "socat-chain"
+    description = ("two socats as above on the tunnel CPU, the first forwarding to the second, "
+                   "the second to the target: the shape of a relay and an agent (two "
+                   "processes, one hop more than socat) with no framing and no encryption; a "
+                   "reference, not a tunnel")
+
+    def describe(self) -> str:
+        return self.description
+
+    def start(self, target_port: int) -> int:
+        inner = super().start(target_port)
+        outer = super().start(inner)
+        # The listener the load reaches comes first: its RSS is the one reported.
+        self.procs.insert(0, self.procs.pop())
+        return outer
