@@ -6,7 +6,8 @@
 # mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
 #   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k|http1k-close]
-#                    [--seconds N] [--tool perf|strace|callgrind|none] [--mode tunnel|e2e|blind]
+#                    [--seconds N] [--tool perf|strace|callgrind|sched|none]
+#                    [--mode tunnel|e2e|blind|socat|socat-chain]
 #                    [--warmup N]
 #                    [--keep DIR] [--connections N]
 #
@@ -29,6 +30,15 @@
 # load is much slower under valgrind, so compare instruction counts, never the rate. --keep DIR
 # keeps the callgrind files there (ROLE.out, for callgrind_annotate), or perf's (perf.data).
 #
+# --mode socat and --mode socat-chain (--tool sched only): socat on CPU 0 in place of the tunnel,
+# or two in a chain (bench/run.py's reference modes), for the same hand-overs side by side.
+#
+# --tool sched: `perf sched record -a` over the middle of the load (from 1 s after it starts,
+# --seconds minus 2, at least 1), then bench/handovers.py: for each hand-over between two
+# processes (relay, agent, connect, nginx, wrk, iperf3) the work before it, how long the waker
+# runs on and how long the woken one waits to run. With --connections 1 it lays out the chain one
+# request goes through. --keep DIR keeps the timehist text (sched.txt).
+#
 # --tool none: nothing attached; prints the load's own figures and each process's CPU time
 # (utime + stime from /proc) per GB or per 1,000 requests, for runs to repeat side by side.
 set -euo pipefail
@@ -50,8 +60,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$load" in bulk | bulk8 | http1k | http1k-close) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
-case "$tool" in perf | strace | callgrind | none) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
-case "$mode" in tunnel | e2e | blind) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
+case "$tool" in perf | strace | callgrind | sched | none) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
+case "$mode" in tunnel | e2e | blind | socat | socat-chain) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
+if [ "${mode#socat}" != "$mode" ] && [ "$tool" != sched ]; then
+  echo "--mode $mode takes --tool sched only" >&2; exit 2
+fi
 if [ "$mode" = blind ] && [ "${load%-close}" != http1k ]; then
   echo "--mode blind takes the http1k loads only" >&2; exit 2
 fi
@@ -94,36 +107,48 @@ EOF
   taskset -c 1 nginx -c "$tmp/nginx.conf" -p "$tmp" 2>/dev/null & pids+=($!)
 fi
 
-https=""; [ "$mode" = blind ] && https=127.0.0.1:0
-flags=(--state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --port-range 0
-  --https-listen "$https" --http-listen "" --source-connections 0 --source-rate 0
-  --link-encryption "$link")
-"${run[@]}" "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
-port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
-pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
-agent_args=(tcp "$target" --no-e2ee)
-[ "$mode" = e2e ] && agent_args=(tcp "$target" --state-dir "$tmp/agent")
-[ "$mode" = blind ] && agent_args=(http "$target" --name bench --mode blind --state-dir "$tmp/agent")
-"${run[@]}" "$burrow" "${agent_args[@]}" --relay "127.0.0.1:$port" \
-  --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" --link-encryption "$link" \
-  >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)
-sampled="$relay,$agent"
 url="http://127.0.0.1:PORT/1k.bin" script=()
-if [ "$mode" = tunnel ]; then
-  public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
-elif [ "$mode" = blind ]; then
-  public=$(wait_for "$tmp/agent.log" 'is public at https://bench\.burrow\.localhost:\K\d+')
-  url="https://bench.burrow.localhost:PORT/1k.bin" script=(-s bench/wrk-loopback.lua)
+if [ "${mode#socat}" != "$mode" ]; then
+  socat_to() {  # TARGET: a socat listener on CPU 0 forwarding to TARGET, its port in $public
+    public=$(free_port)
+    taskset -c 0 socat "TCP-LISTEN:$public,fork,reuseaddr,bind=127.0.0.1,backlog=1024" \
+      "TCP:127.0.0.1:$1" >/dev/null 2>&1 & pids+=($!)
+  }
+  sampled=""
+  socat_to "$target"
+  [ "$mode" = socat-chain ] && socat_to "$public"
+  sleep 0.3
 else
-  name=$(wait_for "$tmp/agent.log" 'reachable end to end as \K\S+')
-  cert=$(wait_for "$tmp/agent.log" 'reachable end to end as \S+ \(certificate \K[^)]+')
-  "${run[@]}" "$burrow" connect "$name" --relay "127.0.0.1:$port" --relay-pin "$pin" \
-    --pin "$cert" --listen 127.0.0.1:0 --link-encryption "$link" >"$tmp/connect.log" 2>&1 &
-  pids+=($!); sampled="$sampled,$!"
-  public=$(wait_for "$tmp/connect.log" 'listening on 127\.0\.0\.1:\K\d+')
+  https=""; [ "$mode" = blind ] && https=127.0.0.1:0
+  flags=(--state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --port-range 0
+    --https-listen "$https" --http-listen "" --source-connections 0 --source-rate 0
+    --link-encryption "$link")
+  "${run[@]}" "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
+  port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
+  pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
+  agent_args=(tcp "$target" --no-e2ee)
+  [ "$mode" = e2e ] && agent_args=(tcp "$target" --state-dir "$tmp/agent")
+  [ "$mode" = blind ] && agent_args=(http "$target" --name bench --mode blind --state-dir "$tmp/agent")
+  "${run[@]}" "$burrow" "${agent_args[@]}" --relay "127.0.0.1:$port" \
+    --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" --link-encryption "$link" \
+    >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)
+  sampled="$relay,$agent"
+  if [ "$mode" = tunnel ]; then
+    public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
+  elif [ "$mode" = blind ]; then
+    public=$(wait_for "$tmp/agent.log" 'is public at https://bench\.burrow\.localhost:\K\d+')
+    url="https://bench.burrow.localhost:PORT/1k.bin" script=(-s bench/wrk-loopback.lua)
+  else
+    name=$(wait_for "$tmp/agent.log" 'reachable end to end as \K\S+')
+    cert=$(wait_for "$tmp/agent.log" 'reachable end to end as \S+ \(certificate \K[^)]+')
+    "${run[@]}" "$burrow" connect "$name" --relay "127.0.0.1:$port" --relay-pin "$pin" \
+      --pin "$cert" --listen 127.0.0.1:0 --link-encryption "$link" >"$tmp/connect.log" 2>&1 &
+    pids+=($!); sampled="$sampled,$!"
+    public=$(wait_for "$tmp/connect.log" 'listening on 127\.0\.0\.1:\K\d+')
+  fi
 fi
 
-echo "profiling $sampled (relay, agent[, connect]; link $link, load $load, $tool)" \
+echo "profiling ${sampled:-$mode} (relay, agent[, connect]; link $link, load $load, $tool)" \
   "for ${seconds}s" >&2
 if [ "$tool" = callgrind ]; then
   collect() { for p in ${sampled//,/ }; do callgrind_control "$@" "$p" >/dev/null 2>&1; done; }
@@ -139,6 +164,10 @@ elif [ "$tool" = none ]; then
   cpu_ticks() { for p in ${sampled//,/ }; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done; }
   cpu_ticks >"$tmp/ticks.start"
   sleep "$((seconds + 1))" & perf=$!
+elif [ "$tool" = sched ]; then
+  window=$((seconds > 3 ? seconds - 2 : 1))
+  (sleep 1.5; perf sched record -a -o "$tmp/sched.data" -- sleep "$window") >/dev/null 2>&1 &
+  perf=$!
 elif [ "$tool" = perf ]; then
   perf record -q -F 999 -g -e cpu-clock -o "$tmp/perf.data" -p "$sampled" \
     -- sleep "$((seconds + 1))" >/dev/null 2>&1 & perf=$!
@@ -194,6 +223,15 @@ if [ "$tool" = none ]; then
     -v r="${roles[*]}" 'BEGIN { split(r, role, " ") }
       { t = ($2 - $1) / hz; total += t; printf "%-8s %.3f\n", role[NR], t / per }
       END { printf "%-8s %.3f\n", "all", total / per }'
+  exit 0
+fi
+if [ "$tool" = sched ]; then
+  perf sched timehist -w -i "$tmp/sched.data" >"$tmp/sched.txt" 2>/dev/null
+  if [ -n "$keep" ]; then mkdir -p "$keep" && cp "$tmp/sched.txt" "$keep/sched.txt"; fi
+  roles=(relay agent connect) named=() i=0
+  for p in ${sampled//,/ }; do named+=("$p=${roles[i]}"); i=$((i + 1)); done
+  echo "== hand-overs between processes (medians; perf sched's tracing slows each a little)"
+  python3 bench/handovers.py "$tmp/sched.txt" "${named[@]}"
   exit 0
 fi
 if [ "$tool" = strace ]; then
