@@ -60,8 +60,14 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$load" in bulk | bulk8 | http1k | http1k-close) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
-case "$tool" in perf | strace | callgrind | sched | none) ;; *) echo "unknown tool $tool" >&2; exit 2 ;; esac
-case "$mode" in tunnel | e2e | blind | socat | socat-chain) ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
+case "$tool" in
+  perf | strace | callgrind | sched | none) ;;
+  *) echo "unknown tool $tool" >&2; exit 2 ;;
+esac
+case "$mode" in
+  tunnel | e2e | blind | socat | socat-chain) ;;
+  *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
 if [ "${mode#socat}" != "$mode" ] && [ "$tool" != sched ]; then
   echo "--mode $mode takes --tool sched only" >&2; exit 2
 fi
@@ -128,7 +134,8 @@ else
   pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
   agent_args=(tcp "$target" --no-e2ee)
   [ "$mode" = e2e ] && agent_args=(tcp "$target" --state-dir "$tmp/agent")
-  [ "$mode" = blind ] && agent_args=(http "$target" --name bench --mode blind --state-dir "$tmp/agent")
+  [ "$mode" = blind ] &&
+    agent_args=(http "$target" --name bench --mode blind --state-dir "$tmp/agent")
   "${run[@]}" "$burrow" "${agent_args[@]}" --relay "127.0.0.1:$port" \
     --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" --link-encryption "$link" \
     >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)

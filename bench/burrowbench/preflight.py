@@ -12,7 +12,8 @@ from .modes import MODES, link_encryption_supported
 def missing_tools(args) -> list[str]:
     """Tools the selected modes and columns need that are not installed."""
     modes = args.mode_list
-    tools = ["nginx", "wrk", "iperf3"] + (["socat"] if {"socat", "socat-chain"} & set(modes) else []) \
+    uses_socat = bool({"socat", "socat-chain"} & set(modes))
+    tools = ["nginx", "wrk", "iperf3"] + (["socat"] if uses_socat else []) \
         + (["openssl"] if any(MODES[m].tls_target for m in modes) else []) \
         + ([] if args.no_pin else ["taskset"]) \
         + (["ssh", "ssh-keygen", SSHD] if "ssh-r" in modes else []) \

@@ -11,11 +11,11 @@ from .https import (BurrowHttpsBlindMode, BurrowHttpsInspectMode, BurrowHttpsPas
 from .ssh import SshReverseMode
 
 MODES: dict[str, type[Mode]] = {m.name: m for m in (
-    DirectMode, HttpsDirectMode, SocatMode, SocatChainMode, SshReverseMode, BurrowMode, BurrowPlainMode,
-    BurrowE2eeMode, BurrowE2eeNoResumeMode, BurrowHttpsBlindMode, BurrowHttpsInspectMode,
-    BurrowHttpsPassthroughMode)}
+    DirectMode, HttpsDirectMode, SocatMode, SocatChainMode, SshReverseMode, BurrowMode,
+    BurrowPlainMode, BurrowE2eeMode, BurrowE2eeNoResumeMode, BurrowHttpsBlindMode,
+    BurrowHttpsInspectMode, BurrowHttpsPassthroughMode)}
 
-__all__ = ["MODES", "Mode", "DirectMode", "HttpsDirectMode", "SocatMode", "SocatChainMode", "SshReverseMode",
-           "BurrowMode", "BurrowPlainMode", "BurrowE2eeMode", "BurrowE2eeNoResumeMode",
-           "BurrowHttpsBlindMode", "BurrowHttpsInspectMode", "BurrowHttpsPassthroughMode",
-           "BurrowWorkersMode", "link_encryption_supported"]
+__all__ = ["MODES", "Mode", "DirectMode", "HttpsDirectMode", "SocatMode", "SocatChainMode",
+           "SshReverseMode", "BurrowMode", "BurrowPlainMode", "BurrowE2eeMode",
+           "BurrowE2eeNoResumeMode", "BurrowHttpsBlindMode", "BurrowHttpsInspectMode",
+           "BurrowHttpsPassthroughMode", "BurrowWorkersMode", "link_encryption_supported"]
