@@ -4,13 +4,17 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 #include <openssl/tls1.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "proto/wire_unit.hpp"
 #include "tls/certs.hpp"
@@ -25,6 +29,8 @@ constexpr std::size_t iv_size = 12;
 constexpr std::size_t header_size = proto::tls_record_header;
 constexpr std::uint8_t application_data = proto::tls_application_data;
 constexpr std::uint8_t alert_type = 21;
+constexpr std::uint8_t handshake_type = 22;
+constexpr std::uint8_t key_update_message = 24;  // HandshakeType key_update (RFC 8446, 4.6.3)
 constexpr std::uint8_t alert_warning = 1, alert_fatal = 2;
 // Up to this size a record's data is copied next to its inner type and sealed in one call: a
 // copy of a few KiB costs less than a second call into the AEAD (docs/performance.md, "Own
@@ -49,6 +55,10 @@ class record_category_impl : public boost::system::error_category {
         return "the peer closed its side of the session (close_notify)";
       case record_error::peer_alert:
         return "the peer ended the session with an alert";
+      case record_error::unexpected_message:
+        return "a handshake message after the handshake other than a whole KeyUpdate";
+      case record_error::record_overflow:
+        return "a record whose data and padding are over 2^14 bytes";
     }
     return "own record error";
   }
@@ -85,33 +95,49 @@ error_code make_error_code(record_error e) {
   return {static_cast<int>(e), record_category()};
 }
 
+record_alert alert_for(error_code opening_failure) {
+  if (opening_failure == record_error::unexpected_message ||
+      opening_failure == record_error::bad_content_type)
+    return record_alert::unexpected_message;
+  if (opening_failure == record_error::record_overflow) return record_alert::record_overflow;
+  return record_alert::bad_record_mac;
+}
+
 // One direction's AEAD state: its key's context, IV and the next record's sequence number.
 struct record_protection::direction {
-  direction(record_cipher c, exporter keys, std::string sender, bool sealing, std::uint64_t per_key)
+  // `automatic`: after per_key records the next key follows by itself (the link's records, where
+  // both ends count alike); otherwise whoever owns the keys moves them (KeyUpdate).
+  direction(record_cipher c, key_source keys, bool sealing, std::uint64_t per_key, bool automatic)
       : cipher(evp_cipher(c)),
         gcm(c != record_cipher::chacha20_poly1305),
         owned(EVP_CIPHER_CTX_new()),
         ctx(owned.get()),
         keys(std::move(keys)),
-        sender(std::move(sender)),
         sealing(sealing),
-        per_key(per_key) {
+        per_key(per_key),
+        automatic(automatic) {
     if (!cipher || !ctx || per_key == 0 || !rekey())
-      throw std::runtime_error("cannot make the link's record keys");
+      throw std::runtime_error("cannot make the record keys");
   }
 
-  // Takes the key and IV of `generation` from the exporter.
+  // Takes the key and IV of `generation` from the key source.
   bool rekey() {
     const auto key_size = static_cast<std::size_t>(EVP_CIPHER_get_key_length(cipher));
     std::array<std::uint8_t, 32 + iv_size> material{};
     if (key_size + iv_size > material.size()) return false;
-    const std::string context = sender + " key " + std::to_string(generation);
     const bool ok =
-        keys(context, std::span(material.data(), key_size + iv_size)) &&
+        keys(generation, std::span(material.data(), key_size + iv_size)) &&
         EVP_CipherInit_ex(ctx, cipher, nullptr, material.data(), nullptr, sealing ? 1 : 0) == 1;
     std::copy_n(material.data() + key_size, iv_size, iv.begin());
     OPENSSL_cleanse(material.data(), material.size());
     return ok;
+  }
+
+  // The next generation's key, from the first record.
+  bool next_key() {
+    sequence = 0;
+    ++generation;
+    return rekey();
   }
 
   // Sets the nonce of the next record (IV XOR its sequence number, as TLS 1.3 does). For
@@ -142,57 +168,155 @@ struct record_protection::direction {
     return EVP_CIPHER_CTX_set_params(ctx, params) == 1;
   }
 
-  // After a record: the next sequence number, or the next key after per_key records.
+  // After a record: the next sequence number, or (automatic) the next key after per_key records.
   bool advance() {
-    if (++sequence < per_key) return true;
-    sequence = 0;
-    ++generation;
-    return rekey();
+    if (++sequence < per_key || !automatic) return true;
+    return next_key();
   }
+
+  // Whether this direction's key has protected as many records as it should.
+  bool worn() const { return sequence >= per_key; }
 
   const EVP_CIPHER* cipher;
   bool gcm;  // AES-GCM, whose nonce the fixed-IV control sets
   // Owned from the start, so a constructor that throws frees it too.
   std::unique_ptr<EVP_CIPHER_CTX, tls::openssl_deleter<&EVP_CIPHER_CTX_free>> owned;
   EVP_CIPHER_CTX* ctx;
-  exporter keys;
-  std::string sender;  // "dialer" or "acceptor": whose records these are
+  key_source keys;
   bool sealing;
   std::uint64_t per_key;
+  bool automatic;
   std::array<std::uint8_t, iv_size> iv{};
   std::uint64_t sequence = 0;
   std::uint32_t generation = 0;
 };
 
+namespace {
+
+// A generation's key and IV from the link's exporter, with the sender's role as context.
+auto exported_keys(record_protection::exporter keys, std::string sender) {
+  return [keys = std::move(keys), sender = std::move(sender)](std::uint32_t generation,
+                                                              std::span<std::uint8_t> out) {
+    return keys(sender + " key " + std::to_string(generation), out);
+  };
+}
+
+// HKDF-Expand-Label (RFC 8446, section 7.1) with an empty context, through OpenSSL's TLS 1.3 KDF.
+bool expand_label(const EVP_MD* md, std::span<const std::uint8_t> secret, const char* label,
+                  std::span<std::uint8_t> out) {
+  static EVP_KDF* kdf = EVP_KDF_fetch(nullptr, OSSL_KDF_NAME_TLS1_3_KDF, nullptr);
+  if (!kdf) return false;
+  std::unique_ptr<EVP_KDF_CTX, tls::openssl_deleter<&EVP_KDF_CTX_free>> ctx(EVP_KDF_CTX_new(kdf));
+  if (!ctx) return false;
+  static const char mode[] = "EXPAND_ONLY", prefix[] = "tls13 ";
+  const char* digest = EVP_MD_get0_name(md);
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_MODE, const_cast<char*>(mode), 0),
+      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, const_cast<char*>(digest), 0),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+                                        const_cast<std::uint8_t*>(secret.data()), secret.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PREFIX, const_cast<char*>(prefix),
+                                        sizeof prefix - 1),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_LABEL, const_cast<char*>(label),
+                                        std::strlen(label)),
+      OSSL_PARAM_construct_end()};
+  return EVP_KDF_derive(ctx.get(), out.data(), out.size(), params) == 1;
+}
+
+// A direction's traffic secret and the keys of each generation (RFC 8446, sections 7.2 and 7.3):
+// generation g + 1's secret is HKDF-Expand-Label(g's, "traffic upd"), each key and IV come from
+// their generation's secret. Generations are asked for in order, each once.
+class traffic_secret {
+ public:
+  traffic_secret(const EVP_MD* md, std::span<const std::uint8_t> secret)
+      : md_(md), secret_(secret.begin(), secret.end()) {}
+  ~traffic_secret() { OPENSSL_cleanse(secret_.data(), secret_.size()); }
+  traffic_secret(const traffic_secret&) = delete;
+  traffic_secret& operator=(const traffic_secret&) = delete;
+
+  bool keys(std::uint32_t generation, std::span<std::uint8_t> out) {
+    if (out.size() <= iv_size || secret_.size() != static_cast<std::size_t>(EVP_MD_get_size(md_)))
+      return false;
+    for (; generation_ < generation; ++generation_) {
+      std::vector<std::uint8_t> next(secret_.size());
+      const bool ok = expand_label(md_, secret_, "traffic upd", next);
+      OPENSSL_cleanse(secret_.data(), secret_.size());
+      secret_.swap(next);
+      if (!ok) return false;
+    }
+    if (generation_ != generation) return false;
+    return expand_label(md_, secret_, "key", out.first(out.size() - iv_size)) &&
+           expand_label(md_, secret_, "iv", out.last(iv_size));
+  }
+
+ private:
+  const EVP_MD* md_;
+  std::vector<std::uint8_t> secret_;
+  std::uint32_t generation_ = 0;
+};
+
+auto traffic_keys(record_cipher cipher, std::span<const std::uint8_t> secret) {
+  const EVP_MD* md = cipher == record_cipher::aes_256_gcm ? EVP_sha384() : EVP_sha256();
+  auto s = std::make_shared<traffic_secret>(md, secret);
+  return [s](std::uint32_t generation, std::span<std::uint8_t> out) {
+    return s->keys(generation, out);
+  };
+}
+
+}  // namespace
+
 record_protection::record_protection(record_cipher cipher, exporter keys, bool dialer,
                                      std::uint64_t records_per_key)
-    : send_(std::make_unique<direction>(cipher, keys, dialer ? "dialer" : "acceptor", true,
-                                        records_per_key)),
-      receive_(std::make_unique<direction>(cipher, keys, dialer ? "acceptor" : "dialer", false,
-                                           records_per_key)) {}
+    : send_(std::make_unique<direction>(cipher, exported_keys(keys, dialer ? "dialer" : "acceptor"),
+                                        true, records_per_key, true)),
+      receive_(std::make_unique<direction>(cipher,
+                                           exported_keys(keys, dialer ? "acceptor" : "dialer"),
+                                           false, records_per_key, true)) {}
+
+record_protection::record_protection(traffic_keys_tag, record_cipher cipher, key_source send,
+                                     key_source receive, std::uint64_t sent_before,
+                                     std::uint64_t records_per_key)
+    : send_(std::make_unique<direction>(cipher, std::move(send), true, records_per_key, false)),
+      receive_(std::make_unique<direction>(cipher, std::move(receive), false,
+                                           std::numeric_limits<std::uint64_t>::max(), false)),
+      traffic_(true) {
+  send_->sequence = sent_before;
+}
+
+std::unique_ptr<record_protection> record_protection::from_traffic_secrets(
+    record_cipher cipher, std::span<const std::uint8_t> send_secret,
+    std::span<const std::uint8_t> receive_secret, std::uint64_t sent_before,
+    std::uint64_t records_per_key) {
+  return std::unique_ptr<record_protection>(
+      new record_protection(traffic_keys_tag{}, cipher, traffic_keys(cipher, send_secret),
+                            traffic_keys(cipher, receive_secret), sent_before, records_per_key));
+}
 
 record_protection::~record_protection() = default;
 
-std::unique_ptr<record_protection> record_protection::from_session(SSL* ssl, bool dialer,
-                                                                   std::string_view label) {
+bool record_protection::session_cipher(SSL* ssl, record_cipher& cipher) {
   const SSL_CIPHER* c = ssl ? SSL_get_current_cipher(ssl) : nullptr;
-  if (!c || SSL_version(ssl) != TLS1_3_VERSION)
-    throw std::runtime_error("the link's own records need an established TLS 1.3 session");
-  record_cipher cipher;
+  if (!c || SSL_version(ssl) != TLS1_3_VERSION) return false;
   switch (SSL_CIPHER_get_id(c) & 0xffff) {
     case 0x1301:
       cipher = record_cipher::aes_128_gcm;
-      break;
+      return true;
     case 0x1302:
       cipher = record_cipher::aes_256_gcm;
-      break;
+      return true;
     case 0x1303:
       cipher = record_cipher::chacha20_poly1305;
-      break;
-    default:
-      throw std::runtime_error(std::string("the link's own records do not support ") +
-                               SSL_CIPHER_get_name(c));
+      return true;
   }
+  return false;
+}
+
+std::unique_ptr<record_protection> record_protection::from_session(SSL* ssl, bool dialer,
+                                                                   std::string_view label) {
+  record_cipher cipher;
+  if (!session_cipher(ssl, cipher))
+    throw std::runtime_error(
+        "the link's own records need an established TLS 1.3 session with one of its AEADs");
   auto keys = [ssl, label = std::string(label)](std::string_view context,
                                                 std::span<std::uint8_t> out) {
     return SSL_export_keying_material(ssl, out.data(), out.size(), label.data(), label.size(),
@@ -204,6 +328,10 @@ std::unique_ptr<record_protection> record_protection::from_session(SSL* ssl, boo
 
 error_code record_protection::seal(std::span<const std::uint8_t> plain, byte_buffer& out) {
   while (!plain.empty()) {
+    // A key of a TLS session moves by KeyUpdate before the next data: when the peer asked, or
+    // when it has sealed its share of records.
+    if (traffic_ && (key_update_owed_ || send_->worn()))
+      if (auto ec = seal_key_update(out)) return ec;
     const std::size_t n = std::min(plain.size(), max_plaintext);
     if (auto ec = seal_record(plain.first(n), application_data, out)) return ec;
     plain = plain.subspan(n);
@@ -215,6 +343,14 @@ error_code record_protection::seal_alert(record_alert alert, byte_buffer& out) {
   const std::uint8_t level = alert == record_alert::close_notify ? alert_warning : alert_fatal;
   const std::uint8_t body[2] = {level, static_cast<std::uint8_t>(alert)};
   return seal_record(body, alert_type, out);
+}
+
+error_code record_protection::seal_key_update(byte_buffer& out) {
+  if (!traffic_) return record_error::crypto_failed;
+  const std::uint8_t update_not_requested[] = {key_update_message, 0, 0, 1, 0};
+  if (auto ec = seal_record(update_not_requested, handshake_type, out)) return ec;
+  key_update_owed_ = false;
+  return send_->next_key() ? error_code{} : error_code(record_error::crypto_failed);
 }
 
 error_code record_protection::seal_record(std::span<const std::uint8_t> plain, std::uint8_t type,
@@ -264,31 +400,56 @@ std::size_t record_protection::whole_record(std::span<const std::uint8_t> in) {
 error_code record_protection::open_record(const std::uint8_t* h, std::size_t body,
                                           std::uint8_t* out, std::size_t room, std::size_t& plain) {
   auto& d = *receive_;
-  const std::size_t n = body - tag_size;  // the plaintext and its inner type
+  const std::size_t n = body - tag_size;  // the plaintext, its inner type and any padding
   int len = 0;
-  std::uint8_t type = 0;
+  std::uint8_t last = 0;
   bool ok = d.start_record() && d.set_tag(h + header_size + n) &&
             EVP_DecryptUpdate(d.ctx, nullptr, &len, h, header_size) == 1;
-  if (ok && room >= n) {  // data and inner type in one call
+  if (ok && room >= n) {  // all of it in one call
     ok = EVP_DecryptUpdate(d.ctx, out, &len, h + header_size, static_cast<int>(n)) == 1;
-    type = out[n - 1];
-  } else if (ok) {   // the type apart, so that a full record's data fits a buffer of max_plaintext
+    last = out[n - 1];
+  } else if (ok) {   // the last byte apart, so that a full record's data fits max_plaintext
     ok = (n == 1 ||  // a record without data (ours never are) may have nowhere to put it
           EVP_DecryptUpdate(d.ctx, out, &len, h + header_size, static_cast<int>(n - 1)) == 1) &&
-         EVP_DecryptUpdate(d.ctx, &type, &len, h + header_size + n - 1, 1) == 1;
+         EVP_DecryptUpdate(d.ctx, &last, &len, h + header_size + n - 1, 1) == 1;
   }
   if (!ok) return record_error::crypto_failed;
   std::uint8_t rest[16];  // an AEAD's final step writes nothing
   if (EVP_DecryptFinal_ex(d.ctx, rest, &len) != 1) return record_error::authentication_failed;
   if (!d.advance()) return record_error::crypto_failed;
-  plain = n - 1;
-  if (type == application_data) return {};
+  // Data, type and padding together are at most 2^14 + 1 bytes (RFC 8446, section 5.4).
+  if (n > max_plaintext + 1) return record_error::record_overflow;
+  // The inner type is the last byte that is not zero padding (RFC 8446, section 5.4); the last
+  // byte of all is in `last`, the others in `out`.
+  std::size_t size = n - 1;  // the data, if `last` is the type
+  std::uint8_t type = last;
+  if (type == 0) {
+    while (size > 0 && out[size - 1] == 0) --size;
+    if (size == 0) return record_error::bad_content_type;  // all padding
+    type = out[--size];
+  }
   plain = 0;
-  if (type != alert_type || n != 3) return record_error::bad_content_type;
+  if (type == application_data) {
+    plain = size;
+    return {};
+  }
+  if (type == handshake_type && traffic_) return take_handshake(out, size);
+  if (type != alert_type || size != 2) return record_error::bad_content_type;
   // An authentic alert: a warning close_notify ends the peer's sending; anything else, all.
   return out[0] == alert_warning && out[1] == static_cast<std::uint8_t>(record_alert::close_notify)
              ? record_error::close_notify
              : record_error::peer_alert;
+}
+
+// After the handshake a client may only send KeyUpdate (section 4.6.3): alone in its record,
+// since the record after it is under the next key. Any other message (we ask for no post-handshake
+// authentication) or a message cut across records ends the session.
+error_code record_protection::take_handshake(const std::uint8_t* msg, std::size_t n) {
+  if (n != 5 || msg[0] != key_update_message || msg[1] != 0 || msg[2] != 0 || msg[3] != 1 ||
+      msg[4] > 1)
+    return record_error::unexpected_message;
+  if (msg[4] == 1) key_update_owed_ = true;  // update_requested
+  return receive_->next_key() ? error_code{} : error_code(record_error::crypto_failed);
 }
 
 error_code record_protection::open(std::span<const std::uint8_t> in, byte_buffer& plain,

@@ -175,4 +175,41 @@ std::string open_own_records(const std::vector<tcp_direction>& directions,
   return plain;
 }
 
+std::vector<std::uint8_t> tls13_expand_label(const EVP_MD* md, std::span<const std::uint8_t> secret,
+                                             std::string_view label,
+                                             std::span<const std::uint8_t> context,
+                                             std::size_t length) {
+  return expand_label(md, secret, label, context, length);
+}
+
+std::vector<std::uint8_t> tls13_record(const EVP_CIPHER* cipher, std::span<const std::uint8_t> key,
+                                       std::span<const std::uint8_t> iv, std::uint64_t sequence,
+                                       std::span<const std::uint8_t> plain, std::uint8_t type,
+                                       std::size_t padding) {
+  std::vector<std::uint8_t> nonce(iv.begin(), iv.end());
+  for (std::size_t i = 0; i < 8; ++i)
+    nonce[nonce.size() - 1 - i] ^= static_cast<std::uint8_t>(sequence >> (8 * i));
+  std::vector<std::uint8_t> inner(plain.begin(), plain.end());
+  inner.push_back(type);
+  inner.resize(inner.size() + padding, 0);
+  const std::size_t body = inner.size() + 16;
+  std::vector<std::uint8_t> record(5 + body);
+  record[0] = 23;  // application data, TLS 1.2 on the wire, the body's length
+  record[1] = record[2] = 3;
+  record[3] = static_cast<std::uint8_t>(body >> 8);
+  record[4] = static_cast<std::uint8_t>(body);
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  int len = 0;
+  const bool ok =
+      EVP_EncryptInit_ex(ctx, cipher, nullptr, key.data(), nonce.data()) == 1 &&
+      EVP_EncryptUpdate(ctx, nullptr, &len, record.data(), 5) == 1 &&
+      EVP_EncryptUpdate(ctx, record.data() + 5, &len, inner.data(),
+                        static_cast<int>(inner.size())) == 1 &&
+      EVP_EncryptFinal_ex(ctx, record.data() + 5 + inner.size(), &len) == 1 &&
+      EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, record.data() + 5 + inner.size()) == 1;
+  EVP_CIPHER_CTX_free(ctx);
+  if (!ok) throw std::runtime_error("the reference AEAD failed");
+  return record;
+}
+
 }  // namespace burrow::test

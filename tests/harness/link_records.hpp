@@ -33,4 +33,17 @@ std::vector<std::uint8_t> tls13_export(const EVP_MD* md, std::span<const std::ui
                                        std::string_view label,
                                        std::span<const std::uint8_t> context, std::size_t length);
 
+// HKDF-Expand-Label (RFC 8446, section 7.1), written out from the RFC over plain HKDF.
+std::vector<std::uint8_t> tls13_expand_label(const EVP_MD* md, std::span<const std::uint8_t> secret,
+                                             std::string_view label,
+                                             std::span<const std::uint8_t> context,
+                                             std::size_t length);
+
+// One TLS 1.3 record (RFC 8446, section 5.2) sealed the plain way: `plain`, its inner `type` and
+// `padding` zero bytes under `key`, with the nonce `iv` XOR `sequence`.
+std::vector<std::uint8_t> tls13_record(const EVP_CIPHER* cipher, std::span<const std::uint8_t> key,
+                                       std::span<const std::uint8_t> iv, std::uint64_t sequence,
+                                       std::span<const std::uint8_t> plain, std::uint8_t type = 23,
+                                       std::size_t padding = 0);
+
 }  // namespace burrow::test
