@@ -25,7 +25,9 @@ boost::asio::ssl::context make_server_context(const key_pair& identity,
 
 // For visitors' browsers and clients: TLS 1.2 and 1.3 with forward-secret AEAD suites,
 // presenting `identity`, ALPN http/1.1 when the client offers ALPN (a client offering only h2 is
-// refused), session tickets for cheap reconnects, record buffers released while idle.
+// refused), session tickets for cheap reconnects, record buffers released while idle. Its sessions
+// can keep their traffic secrets (tls/traffic_secrets.hpp) for our own records after the
+// handshake (e2ee/secure_stream.hpp).
 boost::asio::ssl::context make_web_server_context(const key_pair& identity);
 
 // Client side: offers `alpn`, trusts the system store, verifies peers by default. Use

@@ -18,6 +18,7 @@
 #include "core/deadline.hpp"
 #include "e2ee/secure_stream.hpp"
 #include "e2ee/session.hpp"
+#include "e2ee/socket_session.hpp"
 #include "harness/net.hpp"
 #include "tls/contexts.hpp"
 
@@ -29,46 +30,16 @@ using asio::ip::tcp;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
-// A web server's context (as the relay's) and a client that does not check the certificate.
-struct contexts {
-  asio::ssl::context server = tls::make_web_server_context(test::test_agent().pair);
-  asio::ssl::context client{asio::ssl::context::tls_client};
-  contexts() { client.set_verify_mode(asio::ssl::verify_none); }
-};
-
-// Two connected loopback sockets with a secure_stream over each, handshakes done.
-struct socket_session {
-  tcp::socket client_socket, server_socket;
-  std::unique_ptr<secure_stream> client, server;
-  error_code client_ec, server_ec;
-  explicit socket_session(const asio::any_io_executor& ex) : client_socket(ex), server_socket(ex) {}
-};
+using contexts = test::web_contexts;
+using test::socket_session;
 
 asio::awaitable<std::unique_ptr<socket_session>> open(contexts* ctx) {
-  using namespace asio::experimental::awaitable_operators;
-  auto ex = co_await asio::this_coro::executor;
-  auto s = std::make_unique<socket_session>(ex);
-  tcp::acceptor acceptor(ex, {asio::ip::make_address("127.0.0.1"), 0});
-  co_await (acceptor.async_accept(s->server_socket, asio::use_awaitable) &&
-            s->client_socket.async_connect(acceptor.local_endpoint(), asio::use_awaitable));
-  s->server = std::make_unique<secure_stream>(ctx->server.native_handle(), s->server_socket,
-                                              tls_role::server, "");
-  s->client = std::make_unique<secure_stream>(ctx->client.native_handle(), s->client_socket,
-                                              tls_role::client, "");
-  auto client_shake = s->client->handshake();
-  auto server_shake = s->server->handshake();
-  auto [c, v] = co_await (std::move(client_shake) && std::move(server_shake));
-  s->client_ec = c;
-  s->server_ec = v;
-  co_return s;
+  return test::open_socket_session(ctx);
 }
 
 template <class T>
 std::optional<T> run(asio::io_context& ioc, asio::awaitable<T> body) {
-  auto result = asio::co_spawn(ioc, std::move(body), asio::use_future);
-  ioc.run_for(30s);
-  if (result.wait_for(0s) != std::future_status::ready) return std::nullopt;
-  return result.get();
+  return test::run_for_result(ioc, std::move(body));
 }
 
 struct exchange_result {
