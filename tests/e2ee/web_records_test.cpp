@@ -140,23 +140,20 @@ TEST(WebRecords, EachTls13SuiteRunsOnOurRecordsAfterOpenSslsTickets) {
 }
 
 TEST(WebRecords, AClientsKeyUpdateIsFollowedAndAnsweredWhenItAsks) {
-  {
+  struct kind {
+    int update;
+    const char* name;
+    int answers;  // KeyUpdates the client gets back over the five rounds
+  };
+  for (const kind k : {kind{SSL_KEY_UPDATE_REQUESTED, "update_requested", 5},
+                       kind{SSL_KEY_UPDATE_NOT_REQUESTED, "update_not_requested", 0}}) {
     asio::io_context ioc;
     test::web_contexts ctx;
-    const auto r = test::run_for_result(ioc, talk(&ctx, SSL_KEY_UPDATE_REQUESTED));
-    expect_clean(r, "update_requested");
+    const auto r = test::run_for_result(ioc, talk(&ctx, k.update));
+    expect_clean(r, k.name);
     ASSERT_TRUE(r);
-    EXPECT_TRUE(r->server_own);
-    EXPECT_EQ(r->key_updates_to_client, 5);  // one answer to each request
-  }
-  {
-    asio::io_context ioc;
-    test::web_contexts ctx;
-    const auto r = test::run_for_result(ioc, talk(&ctx, SSL_KEY_UPDATE_NOT_REQUESTED));
-    expect_clean(r, "update_not_requested");
-    ASSERT_TRUE(r);
-    EXPECT_TRUE(r->server_own);
-    EXPECT_EQ(r->key_updates_to_client, 0);
+    EXPECT_TRUE(r->server_own) << k.name;
+    EXPECT_EQ(r->key_updates_to_client, k.answers) << k.name;
   }
 }
 
