@@ -50,7 +50,7 @@ enum class record_error {
   close_notify,           // the peer's close_notify alert: it sends nothing more
   peer_alert,             // another alert from the peer: it gave up on the session
   unexpected_message,     // an authentic handshake message other than a whole KeyUpdate
-  record_overflow,        // an authentic record whose data and padding are over 2^14 + 1 bytes
+  record_overflow,        // an authentic record whose data and padding are over 2^14 bytes
 };
 const boost::system::error_category& record_category();
 boost::system::error_code make_error_code(record_error e);
