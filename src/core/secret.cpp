@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
@@ -91,6 +92,16 @@ std::string hex(std::span<const std::uint8_t> bytes) {
     out += digits[b & 15];
   }
   return out;
+}
+
+std::size_t from_hex(std::string_view text, std::span<std::uint8_t> out) {
+  if (text.empty() || text.size() % 2 || text.size() / 2 > out.size()) return 0;
+  for (std::size_t i = 0; i < text.size() / 2; ++i) {
+    const char* p = text.data() + 2 * i;
+    auto [end, ec] = std::from_chars(p, p + 2, out[i], 16);
+    if (ec != std::errc() || end != p + 2) return 0;
+  }
+  return text.size() / 2;
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {

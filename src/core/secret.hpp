@@ -19,6 +19,10 @@ std::array<std::uint8_t, 32> sha256(std::string_view data);
 // Lowercase hexadecimal.
 std::string hex(std::span<const std::uint8_t> bytes);
 
+// Decodes hexadecimal (either case) into the front of `out`: the number of bytes, or 0 when
+// `text` is empty, not whole bytes of hex digits, or longer than `out` holds.
+std::size_t from_hex(std::string_view text, std::span<std::uint8_t> out);
+
 // Compares in time independent of the contents; inputs of different lengths compare unequal
 // without revealing where they first differ.
 bool constant_time_equal(std::string_view a, std::string_view b);

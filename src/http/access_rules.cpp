@@ -379,12 +379,8 @@ void access_rules::add_allow_ip(cidr network) {
 namespace {
 
 std::optional<digest> digest_from_hex(std::string_view text) {
-  if (text.size() != 64) return std::nullopt;
   digest d{};
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    auto [end, ec] = std::from_chars(text.data() + 2 * i, text.data() + 2 * i + 2, d[i], 16);
-    if (ec != std::errc() || end != text.data() + 2 * i + 2) return std::nullopt;
-  }
+  if (from_hex(text, d) != d.size()) return std::nullopt;
   return d;
 }
 

@@ -49,6 +49,16 @@ TEST(SecretHex, Lowercase) {
   EXPECT_EQ(hex({}), "");
 }
 
+TEST(SecretHex, DecodesWholeBytesThatFit) {
+  std::uint8_t out[4] = {};
+  EXPECT_EQ(from_hex("000fABff", out), 4u);
+  EXPECT_EQ(hex(out), "000fabff");
+  EXPECT_EQ(from_hex("7f", out), 1u);
+  EXPECT_EQ(out[0], 0x7f);
+  for (const char* bad : {"", "0", "0g", "+1", " 1", "000fabff00"})
+    EXPECT_EQ(from_hex(bad, out), 0u) << bad;
+}
+
 TEST(SecretConstantTimeEqual, ComparesContentAndLength) {
   EXPECT_TRUE(constant_time_equal("", ""));
   EXPECT_TRUE(constant_time_equal("brw_secret", "brw_secret"));
