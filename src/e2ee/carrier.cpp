@@ -33,7 +33,7 @@ class stream_carrier final : public carrier {
   void shutdown_send() override { stream_->shutdown_send(); }
   void reset(proto::stream_status why) override { stream_->reset(why); }
   bool is_reset() const override { return stream_->is_reset(); }
-  std::size_t first_read_size() const override { return whole_record_read; }
+  std::size_t first_read_size() const override { return small_read_size; }
 
  private:
   std::shared_ptr<link::stream> stream_;

@@ -39,9 +39,10 @@ class carrier {
   // Ends it at once (a stream reset, a socket closed with an RST); pending operations fail.
   virtual void reset(proto::stream_status why) = 0;
   virtual bool is_reset() const = 0;
-  // What the first reads ask for: a whole record over a link stream, whose bytes are already in
-  // memory; less over a socket, where a read's buffer is held for as long as the connection is
-  // idle (secure_stream grows it after a read that filled it).
+  // What the first reads ask for: less than a whole record, since a read's buffer stays with
+  // the session while it is busy (over a link stream until the link's keeper finds it quiet, over
+  // a socket for as long as the connection lasts), and a request or a small response fits;
+  // secure_stream grows it after a read that filled it.
   virtual std::size_t first_read_size() const = 0;
 };
 

@@ -57,9 +57,11 @@ secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_
   carrier_ = make_stream_carrier(stream_);
   read_size_ = carrier_->first_read_size();
   start(ctx, role);
-  // A busy session keeps its record buffers (releasing them costs two 17 KiB allocations per
-  // request); a quiet one gives them back, with ours, when the link's keeper says so.
-  SSL_clear_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
+  // During the handshake OpenSSL gives its record buffers back between flights (a burst of
+  // visitors' handshakes waits mostly for their next flight). After it, a busy session on
+  // OpenSSL's records keeps them (see handshake()); a quiet one gives them back, with ours, when
+  // the link's keeper says so.
+  SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
   stream_->on_quiet([this] { release_buffers(); });
 }
 
@@ -99,7 +101,7 @@ secure_stream::~secure_stream() {
 
 // Between OpenSSL calls, on the stream's thread: only what no pending operation uses.
 void secure_stream::release_buffers() {
-  SSL_free_buffers(ssl_);  // refuses while part of a record is buffered
+  if (ssl_) SSL_free_buffers(ssl_);  // refuses while part of a record is buffered
   if (io_.in.empty() && !feeding_) io_.in.release();
   if (opened_.empty()) opened_.release();
   if (!flushing_) {
@@ -152,7 +154,11 @@ asio::awaitable<error_code> secure_stream::handshake() {
     // The server's session tickets follow its Finished on OpenSSL's records; its own records
     // come after them. The client's first own record follows its Finished at once.
     tickets_pending_ = client;
+    drop_session_ = !client;  // its tickets have gone, and it caches no sessions
   }
+  // On OpenSSL's records over a link stream, keeping the record buffers saves two 17 KiB
+  // allocations per request. On our own, OpenSSL reads at most a client's tickets from here on.
+  if (stream_ && !own_) SSL_clear_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
   handshake_done_ = true;
   co_return error_code{};
 }
@@ -180,15 +186,32 @@ void secure_stream::take_over_records(std::span<const std::uint8_t> final_flight
   try {
     own_ = link::record_protection::from_traffic_secrets(cipher, secrets->server_secret(),
                                                          secrets->client_secret(), sent);
+    drop_session_ = true;
   } catch (const std::exception&) {
     own_.reset();  // OpenSSL's records, as before
   }
 }
 
+// A server on its own records (a web server's TLS 1.3 session, the agent's end of burrow-e2ee/2)
+// needs nothing more of OpenSSL's session: its tickets left with the handshake, they are
+// stateless, and no server cache holds the session (a TLS 1.3 server caches none for stateless
+// tickets; the end-to-end context has its cache off), so an SSL freed without a shutdown costs
+// no resumption. Its SSL (the connection's state, a copy of the context's certificates, OpenSSL's
+// two record contexts: some 13 KiB) goes at the first read or write, after the caller has looked
+// at native_handle() (an ACME validation's ALPN).
+void secure_stream::drop_session() {
+  drop_session_ = false;
+  SSL_free(ssl_);
+  ssl_ = nullptr;
+}
+
 asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, error_code& ec) {
   ec = {};
   // Own records go straight to read_own, which the caller awaits: no coroutine frame of ours.
-  if (own_ && b.size() > 0) return read_own(b, ec);
+  if (own_ && b.size() > 0) {
+    if (drop_session_) drop_session();
+    return read_own(b, ec);
+  }
   return read_tls(b, ec);
 }
 
@@ -274,7 +297,7 @@ asio::awaitable<error_code> secure_stream::feed() {
   auto read = carrier_->read_some(asio::buffer(into, size), ec);
   std::size_t n = co_await std::move(read);
   feeding_ = false;
-  if (n == size) read_size_ = whole_record_read;  // reads that started small (over a socket) grow
+  if (n == size) read_size_ = whole_record_read;  // reads that started small grow
   if (ec == asio::error::eof) ec = asio::ssl::error::stream_truncated;  // FIN, no close_notify
   if (ec) {
     if (!broken_) broken_ = ec;
@@ -347,7 +370,7 @@ asio::awaitable<void> secure_stream::shutdown_send(error_code& ec) {
         co_return;
       }
       // As SSL_shutdown would: OpenSSL keeps the session resumable only after a clean close.
-      SSL_set_shutdown(ssl_, SSL_get_shutdown(ssl_) | SSL_SENT_SHUTDOWN);
+      if (ssl_) SSL_set_shutdown(ssl_, SSL_get_shutdown(ssl_) | SSL_SENT_SHUTDOWN);
     } else {
       tls::clear_error_queue();
       int r = SSL_shutdown(ssl_);  // queues close_notify; never waits for the peer's
@@ -366,6 +389,7 @@ asio::awaitable<void> secure_stream::shutdown_send(error_code& ec) {
 // One record's worth of plaintext into io_.out, by OpenSSL or by our own keys.
 error_code secure_stream::seal(const std::uint8_t* p, std::size_t n) {
   if (own_) {
+    if (drop_session_) drop_session();
     error_code ec = own_->seal({p, n}, io_.out);
     if (ec && !broken_) broken_ = ec;
     return ec;
@@ -440,7 +464,7 @@ error_code secure_stream::open_own(asio::mutable_buffer b, std::size_t& produced
 error_code secure_stream::closed_by_peer(error_code ec) {
   if (ec != link::record_error::close_notify) return ec;
   peer_closed_ = true;
-  SSL_set_shutdown(ssl_, SSL_get_shutdown(ssl_) | SSL_RECEIVED_SHUTDOWN);
+  if (ssl_) SSL_set_shutdown(ssl_, SSL_get_shutdown(ssl_) | SSL_RECEIVED_SHUTDOWN);
   return {};
 }
 

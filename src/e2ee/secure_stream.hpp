@@ -52,6 +52,8 @@ class secure_stream {
   secure_stream(const secure_stream&) = delete;
   secure_stream& operator=(const secure_stream&) = delete;
 
+  // Null once a server's session on its own records (see own_records()) has read or written:
+  // OpenSSL's state for it is freed then. Look at it after the handshake, before any I/O.
   SSL* native_handle() { return ssl_; }
   // Bytes of buffer this session holds itself, besides OpenSSL's record buffers (for tests).
   std::size_t buffer_capacity() const {
@@ -107,6 +109,7 @@ class secure_stream {
   boost::system::error_code failed(int ssl_error);
   void start(SSL_CTX* ctx, tls_role role);  // the SSL and its BIO, for both constructors
   void release_buffers();                   // the stream's quiet hook
+  void drop_session();                      // frees the SSL of a server on its own records
 
   std::shared_ptr<link::stream> stream_;  // null over a socket
   std::unique_ptr<carrier> carrier_;
@@ -127,8 +130,9 @@ class secure_stream {
   bool tickets_pending_ = false;  // a client: OpenSSL's tickets may precede the first own record
   // A web server's: the traffic secrets its handshake leaves, until its records are ours.
   std::unique_ptr<tls::traffic_secrets> secrets_;
-  link::byte_buffer opened_;  // plaintext opened but not yet read (a read smaller than a record)
-  bool peer_closed_ = false;  // the peer's own close_notify has arrived
+  bool drop_session_ = false;  // its records are ours: the SSL goes at the first read or write
+  link::byte_buffer opened_;   // plaintext opened but not yet read (a read smaller than a record)
+  bool peer_closed_ = false;   // the peer's own close_notify has arrived
 };
 
 }  // namespace burrow::e2ee

@@ -186,8 +186,8 @@ TEST(SecureStreamOverASocket, SmallRecordsKeepSmallBuffers) {
   ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
   EXPECT_FALSE(r->ec) << r->ec.message();
   EXPECT_EQ(r->answered, 50);
-  // Reads of 4 KiB and the records' own bytes (12 KiB in all here); a session over a link stream
-  // reads 16.5 KiB at once, and asio's TLS stream holds 68 KiB per connection.
+  // Reads of 4 KiB and the records' own bytes (12 KiB in all here); asio's TLS stream holds
+  // 68 KiB per connection.
   EXPECT_LE(r->server_buffers, 16u * 1024);
 }
 

@@ -37,6 +37,8 @@ int select_only_v1(SSL*, const unsigned char** out, unsigned char* outlen, const
 struct negotiated {
   error_code client_ec, server_ec, read_ec;
   bool client_own = false, server_own = false;
+  // Whether each side still had OpenSSL's session after the exchange.
+  bool client_ssl_after = false, server_ssl_after = false;
   std::string client_alpn, request, reply;
 };
 
@@ -63,6 +65,8 @@ asio::awaitable<negotiated> exchange(test::link_pair* pair, test::agent_contexts
   co_await std::move(reply);
   auto read_reply = test::read_to_end(s.client.get(), &r.read_ec);
   r.reply = co_await std::move(read_reply);
+  r.client_ssl_after = s.client->native_handle() != nullptr;
+  r.server_ssl_after = s.server->native_handle() != nullptr;
   co_return r;
 }
 
@@ -91,6 +95,10 @@ TEST(E2eeOwnRecords, TwoNewEndsRunTheirOwnRecords) {
   EXPECT_EQ(r.client_alpn, "burrow-e2ee/2");
   EXPECT_TRUE(r.client_own);
   EXPECT_TRUE(r.server_own);
+  // The server's tickets went out with its handshake, so its SSL goes with its first own record;
+  // the client keeps its own for the tickets that may still come.
+  EXPECT_FALSE(r.server_ssl_after);
+  EXPECT_TRUE(r.client_ssl_after);
 }
 
 // With a side from before /2, whichever it is, both run on OpenSSL's records.
@@ -100,6 +108,8 @@ void expect_openssls_records(bool client_offers_own, bool server_knows_own) {
   EXPECT_EQ(r.client_alpn, "burrow-e2ee/1");
   EXPECT_FALSE(r.client_own);
   EXPECT_FALSE(r.server_own);
+  EXPECT_TRUE(r.client_ssl_after);
+  EXPECT_TRUE(r.server_ssl_after);
 }
 
 TEST(E2eeOwnRecords, AnOlderClientGetsOpenSslsRecords) {

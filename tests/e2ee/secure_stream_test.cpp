@@ -366,6 +366,10 @@ TEST_P(SecureStream, AQuietSessionGivesItsBuffersBackAndABusyOneKeepsThem) {
   ASSERT_TRUE(r);
   EXPECT_GT(r->busy_client, 0u);
   EXPECT_GT(r->busy_server, 0u);
+  // Small requests keep small buffers while busy: reads of 4 KiB, not a whole record's 16.5 KiB
+  // (32 KiB once grown to it), with the records' own bytes.
+  EXPECT_LE(r->busy_client, 16u * 1024);
+  EXPECT_LE(r->busy_server, 16u * 1024);
   EXPECT_EQ(r->quiet_client, 0u);
   EXPECT_EQ(r->quiet_server, 0u);
   // Quiet means a second without bytes; the keeper looks once a second.

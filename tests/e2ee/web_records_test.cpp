@@ -28,6 +28,8 @@ using boost::system::error_code;
 struct talk_result {
   error_code handshake_ec, ec, server_end_ec, client_end_ec;
   bool server_own = false, client_own = false, resumed = false;
+  // Whether the server still had OpenSSL's session: after the handshake, and after the talk.
+  bool server_ssl_after_handshake = false, server_ssl_after_talk = false;
   int rounds_done = 0;
   int key_updates_to_client = 0;  // KeyUpdate messages the client received
 };
@@ -67,6 +69,7 @@ asio::awaitable<talk_result> talk(test::web_contexts* ctx, int key_update,
   if (r.handshake_ec) co_return r;
   r.server_own = s->server->own_records();
   r.client_own = s->client->own_records();
+  r.server_ssl_after_handshake = s->server->native_handle() != nullptr;
   SSL* client = s->client->native_handle();
   r.resumed = SSL_session_reused(client) == 1;
   SSL_set_msg_callback(client, count_key_updates);
@@ -101,6 +104,7 @@ asio::awaitable<talk_result> talk(test::web_contexts* ctx, int key_update,
     if (!r.ec) ++r.rounds_done;
   }
   if (session_out) *session_out = SSL_get1_session(client);  // its tickets have arrived
+  r.server_ssl_after_talk = s->server->native_handle() != nullptr;
   if (r.ec) co_return r;
   auto closing = test::send_and_close(s->client.get(), "client done");
   r.ec = co_await std::move(closing);
@@ -123,6 +127,10 @@ void expect_clean(const std::optional<talk_result>& r, const char* what) {
   EXPECT_EQ(r->server_end_ec, asio::error::eof) << what << ": " << r->server_end_ec.message();
   EXPECT_EQ(r->client_end_ec, asio::error::eof) << what << ": " << r->client_end_ec.message();
   EXPECT_FALSE(r->client_own) << what;  // the client is OpenSSL's, as a visitor's would be
+  // The server's SSL is there for the caller after the handshake; on our records it is freed
+  // with the first read or write, on OpenSSL's it stays.
+  EXPECT_TRUE(r->server_ssl_after_handshake) << what;
+  EXPECT_EQ(r->server_ssl_after_talk, !r->server_own) << what;
 }
 
 TEST(WebRecords, EachTls13SuiteRunsOnOurRecordsAfterOpenSslsTickets) {
