@@ -89,6 +89,9 @@ _ladder_metrics("http1k_c100_close", "100 conns, new conn each")
 _ladder_metrics("http1k_c1000", "1,000 conns, keep-alive")
 _metric("http1k_c1000.rss_mib", "relay RSS at 1,000 keep-alive conns (max of samples; "
         "relay / socat listener / sshd session)", "MiB", "lower", "{:.2f}", "http1k_c1000")
+_metric("http1k_c1000.agent_rss_mib", "agent RSS at 1,000 keep-alive conns (max of samples; "
+        "burrow's agent / the ssh client), where blind and end-to-end TLS ends", "MiB", "lower",
+        "{:.2f}", "http1k_c1000")
 _ladder_metrics("http1k_c1000_close", "1,000 conns, new conn each")
 _metric("restart_s", "relay restart to the first working request", "s", "lower", "{:.3f}",
         "restart", ratio=False)

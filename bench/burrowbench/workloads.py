@@ -145,6 +145,8 @@ def _record_wrk(mode: Mode, c: str, raw: dict, metrics: dict) -> None:
         metrics[f"{c}.cpu_per_1k"] = raw["tunnel_cpu_s"] * 1e3 / (raw["requests"] / 1000)
     if raw.get("server_rss_max_mib") is not None:
         metrics[f"{c}.rss_mib"] = raw["server_rss_max_mib"]
+    if raw.get("agent_rss_max_mib") is not None:
+        metrics[f"{c}.agent_rss_mib"] = raw["agent_rss_max_mib"]
     errs = f" errors {raw['errors']} {raw['error_detail']}" if raw["errors"] else ""
     log(f"  {mode.name:>8} {c:<18} {raw['rps']:12,.1f} req/s  "
         f"p99 {raw.get('p99_ms', float('nan')):.3f} ms{errs}")
@@ -177,15 +179,17 @@ def step_failure(raw: dict | None) -> str | None:
 
 
 def run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> dict | None:
-    """One iperf3 or wrk column through the mode, with its tunnel CPU and the relay's (or
-    listener's) largest RSS while it ran.  Returns the raw result (None if it failed)."""
+    """One iperf3 or wrk column through the mode, with its tunnel CPU and the largest RSS of
+    the relay (or listener) and of the first agent while it ran.  Returns the raw result (None
+    if it failed)."""
     col = COLUMNS[c]
     cpu0 = tree_cpu_seconds(mode.cpu_pids())
     switches0 = tree_switches(mode.cpu_pids())
     t1 = time.monotonic()
     ticks0 = cpu_ticks()
     try:
-        with PeakSampler(mode.memory_pid() if mode.tunnel else None) as peak:
+        with PeakSampler(mode.memory_pid() if mode.tunnel else None) as peak, \
+                PeakSampler(mode.agent_pid() if mode.tunnel else None) as agent_peak:
             raw = (run_wrk if col["kind"] == "wrk" else run_iperf)(ctx, mode, col, port)
         ticks1 = cpu_ticks()
     except BenchError as e:
@@ -199,6 +203,8 @@ def run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> d
         raw["tunnel_switches"] = tree_switches(mode.cpu_pids()) - switches0
         if peak.peak_kib is not None:
             raw["server_rss_max_mib"] = peak.peak_kib / 1024
+        if agent_peak.peak_kib is not None:
+            raw["agent_rss_max_mib"] = agent_peak.peak_kib / 1024
     raw["wall_s"] = round(time.monotonic() - t1, 3)
     if not ctx.args.no_pin:
         _record_cpu_shares(ctx, c, ticks0, ticks1, raw, out["metrics"])
