@@ -6,7 +6,7 @@
 # mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
 #   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k|http1k-close]
-#                    [--seconds N] [--tool perf|strace|callgrind|sched|none]
+#                    [--seconds N] [--tool perf|strace|callgrind|sched|heaptrack|none]
 #                    [--mode tunnel|e2e|blind|socat|socat-chain]
 #                    [--warmup N]
 #                    [--keep DIR] [--connections N]
@@ -40,7 +40,13 @@
 # request goes through. --keep DIR keeps the timehist text (sched.txt).
 #
 # --tool none: nothing attached; prints the load's own figures and each process's CPU time
-# (utime + stime from /proc) per GB or per 1,000 requests, for runs to repeat side by side.
+# (utime + stime from /proc) per GB or per 1,000 requests, and its largest RSS (VmHWM) at the
+# end of the load, for runs to repeat side by side.
+#
+# --tool heaptrack: runs the burrow processes under heaptrack (Debian package heaptrack), ends
+# them with SIGINT after the load, and prints for each its peak heap and the allocation sites
+# that held the most at that peak (heaptrack_print --print-peaks). --keep DIR keeps the files
+# (ROLE.zst, for heaptrack_print or heaptrack_gui).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf mode=tunnel warmup=20 keep=""
@@ -61,7 +67,7 @@ while [ $# -gt 0 ]; do
 done
 case "$load" in bulk | bulk8 | http1k | http1k-close) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
 case "$tool" in
-  perf | strace | callgrind | sched | none) ;;
+  perf | strace | callgrind | sched | heaptrack | none) ;;
   *) echo "unknown tool $tool" >&2; exit 2 ;;
 esac
 case "$mode" in
@@ -87,7 +93,11 @@ patience=100 run=(taskset -c 0)
 if [ "$tool" = callgrind ]; then
   patience=600
   run+=(valgrind -q --tool=callgrind --instr-atstart=no --callgrind-out-file="$tmp/cg.%p")
+elif [ "$tool" = heaptrack ]; then
+  patience=300
 fi
+# ROLE: heaptrack and its output file for that role's process (heaptrack's %p is not expanded)
+heap() { if [ "$tool" = heaptrack ]; then echo "heaptrack -o $tmp/ht.$1"; fi; }
 wait_for() {  # FILE REGEX: the first match's first group, within 10 s (60 s under valgrind)
   for _ in $(seq "$patience"); do
     if v=$(grep -oP "$2" "$1" 2>/dev/null | head -1) && [ -n "$v" ]; then echo "$v"; return; fi
@@ -129,14 +139,14 @@ else
   flags=(--state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --port-range 0
     --https-listen "$https" --http-listen "" --source-connections 0 --source-rate 0
     --link-encryption "$link")
-  "${run[@]}" "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
+  "${run[@]}" $(heap relay) "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
   port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
   pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
   agent_args=(tcp "$target" --no-e2ee)
   [ "$mode" = e2e ] && agent_args=(tcp "$target" --state-dir "$tmp/agent")
   [ "$mode" = blind ] &&
     agent_args=(http "$target" --name bench --mode blind --state-dir "$tmp/agent")
-  "${run[@]}" "$burrow" "${agent_args[@]}" --relay "127.0.0.1:$port" \
+  "${run[@]}" $(heap agent) "$burrow" "${agent_args[@]}" --relay "127.0.0.1:$port" \
     --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" --link-encryption "$link" \
     >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)
   sampled="$relay,$agent"
@@ -148,7 +158,7 @@ else
   else
     name=$(wait_for "$tmp/agent.log" 'reachable end to end as \K\S+')
     cert=$(wait_for "$tmp/agent.log" 'reachable end to end as \S+ \(certificate \K[^)]+')
-    "${run[@]}" "$burrow" connect "$name" --relay "127.0.0.1:$port" --relay-pin "$pin" \
+    "${run[@]}" $(heap connect) "$burrow" connect "$name" --relay "127.0.0.1:$port" --relay-pin "$pin" \
       --pin "$cert" --listen 127.0.0.1:0 --link-encryption "$link" >"$tmp/connect.log" 2>&1 &
     pids+=($!); sampled="$sampled,$!"
     public=$(wait_for "$tmp/connect.log" 'listening on 127\.0\.0\.1:\K\d+')
@@ -167,6 +177,8 @@ if [ "$tool" = callgrind ]; then
     collect -i on
     sleep "$((seconds + 1))" & perf=$!
   fi
+elif [ "$tool" = heaptrack ]; then
+  sleep "$((seconds + 1))" & perf=$!
 elif [ "$tool" = none ]; then
   cpu_ticks() { for p in ${sampled//,/ }; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done; }
   cpu_ticks >"$tmp/ticks.start"
@@ -230,6 +242,34 @@ if [ "$tool" = none ]; then
     -v r="${roles[*]}" 'BEGIN { split(r, role, " ") }
       { t = ($2 - $1) / hz; total += t; printf "%-8s %.3f\n", role[NR], t / per }
       END { printf "%-8s %.3f\n", "all", total / per }'
+  echo "== RSS at the end of the load (VmRSS) and the largest so far (VmHWM), each process"
+  roles=(relay agent connect) i=0
+  for p in ${sampled//,/ }; do
+    printf '%-8s %s, largest %s\n' "${roles[i]}" "$(grep -oP 'VmRSS:\s*\K.*' "/proc/$p/status")" \
+      "$(grep -oP 'VmHWM:\s*\K.*' "/proc/$p/status")"
+    i=$((i + 1))
+  done
+  exit 0
+fi
+if [ "$tool" = heaptrack ]; then
+  roles=(relay agent connect) i=0
+  for p in ${sampled//,/ }; do  # heaptrack's script; burrow is its child
+    pkill -INT -P "$p" -x burrow || true
+  done
+  for p in ${sampled//,/ }; do
+    for _ in $(seq 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    file=$(ls "$tmp/ht.${roles[i]}".* 2>/dev/null | head -1 || true)
+    echo "== ${roles[i]}: heap at its peak, and the allocation sites holding the most then"
+    if [ -z "$file" ] || kill -0 "$p" 2>/dev/null; then
+      echo "no heaptrack file (the process did not end within 30 s)"
+    else
+      heaptrack_print -f "$file" --print-peaks 1 --print-allocators 0 --print-temporary 0 \
+        --print-leaks 0 -n 8 -s 3 >"$tmp/ht.txt" 2>/dev/null || true
+      python3 bench/heap_peaks.py "$tmp/ht.txt"
+      if [ -n "$keep" ]; then mkdir -p "$keep" && cp "$file" "$keep/${roles[i]}.${file##*.}"; fi
+    fi
+    i=$((i + 1))
+  done
   exit 0
 fi
 if [ "$tool" = sched ]; then
