@@ -25,6 +25,15 @@ class byte_buffer {
     return data_.get() + end_;
   }
   void commit(std::size_t n) { end_ += n; }
+  // An empty buffer with no memory yet gets exactly `n` bytes of room (not the usual 4 KiB), for
+  // queues that mostly hold one small message and then nothing.
+  void reserve_first(std::size_t n) {
+    if (capacity_ == 0 && n > 0) {
+      data_ = std::make_unique_for_overwrite<std::uint8_t[]>(n);
+      capacity_ = n;
+      begin_ = end_ = 0;
+    }
+  }
   void append(const void* p, std::size_t n) {
     std::memcpy(prepare(n), p, n);
     commit(n);

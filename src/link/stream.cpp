@@ -231,6 +231,10 @@ asio::awaitable<void> stream::pass_to(stream& to, boost::system::error_code& ec)
         {inbound_.size(), to.send_.available(), std::size_t{to.link_->limits().max_frame}});
     to.send_now({inbound_.data(), n});
     inbound_.consume(n);
+    // Between two links bytes are queued only while `to` cannot take them (the first flight
+    // while the relay waits for the agent's answer, a burst on a full link): once passed on,
+    // the queue gives its memory back rather than holding it for the stream's whole life.
+    if (inbound_.empty()) inbound_.release();
     // Both caps apply, as they would through a read here and a write there.
     if (throttled()) co_await throttle(n);
     if (to.throttled()) co_await to.throttle(n);
@@ -251,6 +255,7 @@ asio::awaitable<void> stream::read_chunk(std::vector<std::uint8_t>& out, std::si
       std::size_t n = std::min(max, inbound_.size());
       out.assign(inbound_.data(), inbound_.data() + n);
       inbound_.consume(n);
+      if (inbound_.empty()) inbound_.release();  // as in pass_to: the bytes are in `out` now
       if (throttled()) co_await throttle(n);
       consumed(n);
       touch();
@@ -329,7 +334,12 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
     consumed(bytes.size());
     bytes = {};
   }
-  if (!bytes.empty()) inbound_.append(bytes.data(), bytes.size());
+  if (!bytes.empty()) {
+    // A queue's first bytes get a buffer of their size: a stream that queues once (a bridged
+    // stream's first flight) holds hundreds of bytes, not 4 KiB, while they wait.
+    inbound_.reserve_first(bytes.size());
+    inbound_.append(bytes.data(), bytes.size());
+  }
   if (fin) inbound_fin_ = true;
   if (!inbound_.empty() || fin) inbound_event_.notify();
   return true;

@@ -45,6 +45,9 @@ class stream : public std::enable_shared_from_this<stream> {
   std::chrono::steady_clock::time_point last_activity() const { return last_activity_; }
   std::uint64_t bytes_in() const { return bytes_in_; }
   std::uint64_t bytes_out() const { return bytes_out_; }
+  // Bytes from the peer queued here (not yet taken), and the memory the queue holds for them.
+  std::size_t queued() const { return inbound_.size(); }
+  std::size_t queue_capacity() const { return inbound_.capacity(); }
 
   // Moves bytes between `socket` and the link until both directions have finished or the stream
   // is reset. The caller owns the socket; on reset it is set to close with an RST.

@@ -212,5 +212,68 @@ TEST(StreamBridge, HandsBytesOnWhileCreditLastsThenQueuesForTheReader) {
   EXPECT_EQ(std::string(r->chunk.begin(), r->chunk.end()), bytes.substr(16 * 1024));
 }
 
+struct first_flight {
+  std::size_t queued = 0;       // bytes the relay's stream held before the bridge began
+  std::size_t held_queued = 0;  // the memory its queue held for them
+  std::size_t held_after = 1;   // and once the bridge had passed them on
+  std::string at_agent;
+};
+
+asio::awaitable<void> bridge_then_flag(std::shared_ptr<stream> a, std::shared_ptr<stream> b,
+                                       bool* done) {
+  auto bridge = bridge_streams(std::move(a), std::move(b));
+  co_await std::move(bridge);
+  *done = true;
+}
+
+asio::awaitable<first_flight> queue_a_first_flight(test::link_pair* a, test::link_pair* b,
+                                                   const std::string* bytes) {
+  auto opening = open_both(a, b);
+  auto s = co_await std::move(opening);
+  first_flight r;
+  auto ex = co_await asio::this_coro::executor;
+  // The visitor speaks first, as burrow connect's TLS client does, before the relay has its
+  // agent stream: the bytes wait in the relay's stream.
+  error_code ec;
+  auto write = s.visitor->write_all(
+      {reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size()}, ec);
+  co_await std::move(write);
+  asio::steady_timer settle(ex);
+  for (int i = 0; i < 500 && s.from->queued() < bytes->size(); ++i) {
+    settle.expires_after(std::chrono::milliseconds(10));
+    co_await settle.async_wait(asio::use_awaitable);
+  }
+  r.queued = s.from->queued();
+  r.held_queued = s.from->queue_capacity();
+  bool bridged_done = false;
+  asio::co_spawn(ex, bridge_then_flag(s.from, s.to, &bridged_done), asio::detached);
+  auto reading = read_exactly(s.agent, bytes->size());
+  r.at_agent = co_await std::move(reading);
+  r.held_after = s.from->queue_capacity();
+  s.visitor->shutdown_send();
+  s.agent->shutdown_send();
+  for (int i = 0; i < 500 && !bridged_done; ++i) {
+    settle.expires_after(std::chrono::milliseconds(10));
+    co_await settle.async_wait(asio::use_awaitable);
+  }
+  a->close();
+  b->close();
+  co_return r;
+}
+
+// At 1,000 visitors every first flight waits at the relay at once while the agent answers the
+// opens: each queue holds what it was sent (not a 4 KiB buffer), and none keeps memory after.
+TEST(StreamBridge, AFirstFlightWaitsInABufferOfItsSizeThatIsGivenBackOncePassedOn) {
+  asio::io_context ioc;
+  test::link_pair a(ioc, small_window()), b(ioc, small_window());
+  const std::string bytes = test::deterministic_bytes(700, 10);
+  auto r = run_for(ioc, queue_a_first_flight(&a, &b, &bytes), std::chrono::seconds(20));
+  ASSERT_TRUE(r) << "did not finish within 20 s";
+  EXPECT_EQ(r->queued, bytes.size());
+  EXPECT_EQ(r->held_queued, bytes.size());
+  EXPECT_EQ(r->at_agent, bytes);
+  EXPECT_EQ(r->held_after, 0u);
+}
+
 }  // namespace
 }  // namespace burrow::relay
