@@ -231,10 +231,7 @@ asio::awaitable<void> stream::pass_to(stream& to, boost::system::error_code& ec)
         {inbound_.size(), to.send_.available(), std::size_t{to.link_->limits().max_frame}});
     to.send_now({inbound_.data(), n});
     inbound_.consume(n);
-    // Between two links bytes are queued only while `to` cannot take them (the first flight
-    // while the relay waits for the agent's answer, a burst on a full link): once passed on,
-    // the queue gives its memory back rather than holding it for the stream's whole life.
-    if (inbound_.empty()) inbound_.release();
+    give_back_small_queue();
     // Both caps apply, as they would through a read here and a write there.
     if (throttled()) co_await throttle(n);
     if (to.throttled()) co_await to.throttle(n);
@@ -255,7 +252,7 @@ asio::awaitable<void> stream::read_chunk(std::vector<std::uint8_t>& out, std::si
       std::size_t n = std::min(max, inbound_.size());
       out.assign(inbound_.data(), inbound_.data() + n);
       inbound_.consume(n);
-      if (inbound_.empty()) inbound_.release();  // as in pass_to: the bytes are in `out` now
+      give_back_small_queue();
       if (throttled()) co_await throttle(n);
       consumed(n);
       touch();
@@ -345,10 +342,15 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
   return true;
 }
 
+void stream::give_back_small_queue() {
+  if (inbound_.empty() && inbound_.capacity() <= small_queue) inbound_.release();
+}
+
 void stream::notice_quiet(std::chrono::steady_clock::time_point now) {
-  if (!quiet_hook_ || quiet_told_ || now - last_activity_ < quiet_after) return;
+  if (quiet_told_ || now - last_activity_ < quiet_after) return;
   quiet_told_ = true;
-  quiet_hook_();
+  if (inbound_.empty()) inbound_.release();  // a queue that bulk grew, say
+  if (quiet_hook_) quiet_hook_();
 }
 
 bool stream::on_window(std::uint32_t increment) {

@@ -48,6 +48,8 @@ class stream : public std::enable_shared_from_this<stream> {
   // Bytes from the peer queued here (not yet taken), and the memory the queue holds for them.
   std::size_t queued() const { return inbound_.size(); }
   std::size_t queue_capacity() const { return inbound_.capacity(); }
+  // The largest queue given back as soon as it empties (give_back_small_queue).
+  static constexpr std::size_t small_queue = 4 * 1024;
 
   // Moves bytes between `socket` and the link until both directions have finished or the stream
   // is reset. The caller owns the socket; on reset it is set to close with an RST.
@@ -91,7 +93,7 @@ class stream : public std::enable_shared_from_this<stream> {
   // `hook` runs on the stream's thread once the stream has moved no bytes for `quiet_after`
   // (checked by the link's keeper each second), and again only after the next quiet spell: a
   // protocol carried inside the stream (TLS) gives back the buffers it keeps while busy. Empty
-  // removes it.
+  // removes it. A quiet stream gives back its own empty queue too.
   void on_quiet(std::function<void()> hook) { quiet_hook_ = std::move(hook); }
   static constexpr std::chrono::milliseconds quiet_after{1000};
 
@@ -100,7 +102,7 @@ class stream : public std::enable_shared_from_this<stream> {
   bool on_window(std::uint32_t increment);                      // false: overflow
   void on_reset(proto::stream_status status);
   void on_open_result(proto::stream_status status, std::string_view reason = {});
-  // Called by the link's keeper: runs the quiet hook when it is due.
+  // Called by the link's keeper: runs the quiet hook when it is due, gives back an empty queue.
   void notice_quiet(std::chrono::steady_clock::time_point now);
 
  private:
@@ -121,6 +123,12 @@ class stream : public std::enable_shared_from_this<stream> {
   // sending them.
   bool can_send_now(std::size_t n) const;
   void send_now(std::span<const std::uint8_t> bytes);
+  // Between two links bytes are queued only while the far stream cannot take them: a first
+  // flight while the relay waits for the agent's answer, a burst on a full link. Once passed
+  // on, a queue that small gives its memory back at once (making it again is cheap and rare),
+  // rather than holding it for the stream's whole life; a larger one (bulk, which keeps
+  // queueing) stays until the stream goes quiet (notice_quiet).
+  void give_back_small_queue();
 
   std::shared_ptr<link> link_;
   std::shared_ptr<rate_limiter> limiter_;  // null: no cap, as on agents and visitor links

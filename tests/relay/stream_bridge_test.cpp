@@ -216,6 +216,7 @@ struct first_flight {
   std::size_t queued = 0;       // bytes the relay's stream held before the bridge began
   std::size_t held_queued = 0;  // the memory its queue held for them
   std::size_t held_after = 1;   // and once the bridge had passed them on
+  std::size_t held_quiet = 1;   // and once the stream had been quiet for a while
   std::string at_agent;
 };
 
@@ -250,6 +251,12 @@ asio::awaitable<first_flight> queue_a_first_flight(test::link_pair* a, test::lin
   auto reading = read_exactly(s.agent, bytes->size());
   r.at_agent = co_await std::move(reading);
   r.held_after = s.from->queue_capacity();
+  // The link's keeper looks each second; a stream quiet for a second gives its queue back.
+  for (int i = 0; i < 40 && s.from->queue_capacity() > 0; ++i) {
+    settle.expires_after(std::chrono::milliseconds(100));
+    co_await settle.async_wait(asio::use_awaitable);
+  }
+  r.held_quiet = s.from->queue_capacity();
   s.visitor->shutdown_send();
   s.agent->shutdown_send();
   for (int i = 0; i < 500 && !bridged_done; ++i) {
@@ -273,6 +280,21 @@ TEST(StreamBridge, AFirstFlightWaitsInABufferOfItsSizeThatIsGivenBackOncePassedO
   EXPECT_EQ(r->held_queued, bytes.size());
   EXPECT_EQ(r->at_agent, bytes);
   EXPECT_EQ(r->held_after, 0u);
+}
+
+// A queue that grew past a few KiB (a burst, bulk) is kept while the stream is busy, where it
+// would be made again at once, and given back once the stream goes quiet.
+TEST(StreamBridge, ALargerQueueStaysWhileBusyAndIsGivenBackWhenQuiet) {
+  asio::io_context ioc;
+  test::link_pair a(ioc, small_window()), b(ioc, small_window());
+  const std::string bytes = test::deterministic_bytes(12 * 1024, 13);  // within the credit
+  auto r = run_for(ioc, queue_a_first_flight(&a, &b, &bytes), std::chrono::seconds(20));
+  ASSERT_TRUE(r) << "did not finish within 20 s";
+  EXPECT_EQ(r->queued, bytes.size());
+  EXPECT_GT(r->held_queued, link::stream::small_queue);
+  EXPECT_EQ(r->at_agent, bytes);
+  EXPECT_EQ(r->held_after, r->held_queued);
+  EXPECT_EQ(r->held_quiet, 0u);
 }
 
 }  // namespace
