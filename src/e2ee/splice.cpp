@@ -2,6 +2,7 @@
 // ends both.
 #include "e2ee/splice.hpp"
 
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -21,7 +22,37 @@ using boost::system::error_code;
 
 namespace {
 
+// Reads start small (requests and responses fit) and grow to a whole record's worth once one
+// fills the buffer (bulk), for the rest of the connection.
+constexpr std::size_t small_chunk = 4 * 1024;
 constexpr std::size_t chunk = 16 * 1024;
+
+std::atomic<std::size_t> held{0};
+
+// One direction's buffer. Every visitor holds two at each end for as long as it is connected,
+// busy or not, so their size is memory per visitor.
+class read_buffer {
+ public:
+  read_buffer() { resize(small_chunk); }
+  ~read_buffer() { held.fetch_sub(size_, std::memory_order_relaxed); }
+  read_buffer(const read_buffer&) = delete;
+  read_buffer& operator=(const read_buffer&) = delete;
+  asio::mutable_buffer whole() { return asio::buffer(data_.get(), size_); }
+  std::uint8_t* data() { return data_.get(); }
+  // After a read of `n` bytes has been passed on: a read that filled the buffer grows it.
+  void after_read(std::size_t n) {
+    if (n == size_ && size_ < chunk) resize(chunk);
+  }
+
+ private:
+  void resize(std::size_t n) {
+    data_ = std::make_unique_for_overwrite<std::uint8_t[]>(n);
+    held.fetch_add(n - size_, std::memory_order_relaxed);
+    size_ = n;
+  }
+  std::unique_ptr<std::uint8_t[]> data_;
+  std::size_t size_ = 0;
+};
 
 struct splice_state {
   tcp::socket& socket;
@@ -40,11 +71,11 @@ void fail(splice_state* st) {
 }
 
 asio::awaitable<void> socket_to_tls(splice_state* st) {
-  auto buf = std::make_unique_for_overwrite<std::uint8_t[]>(chunk);
+  read_buffer buf;
   bool drained = true;  // the last read left the socket empty (core/drained.hpp)
   while (!st->failed) {
     error_code ec;
-    auto read = receive_when_ready(st->socket, asio::buffer(buf.get(), chunk), drained, ec);
+    auto read = receive_when_ready(st->socket, buf.whole(), drained, ec);
     std::size_t n = co_await std::move(read);
     if (st->failed) co_return;
     if (ec == asio::error::eof) {
@@ -57,20 +88,21 @@ asio::awaitable<void> socket_to_tls(splice_state* st) {
       fail(st);
       co_return;
     }
-    auto write = st->tls.write_all(asio::buffer(buf.get(), n), ec);
+    auto write = st->tls.write_all(asio::buffer(buf.data(), n), ec);
     co_await std::move(write);
     if (ec) {
       fail(st);
       co_return;
     }
+    buf.after_read(n);
   }
 }
 
 asio::awaitable<void> tls_to_socket(splice_state* st) {
-  auto buf = std::make_unique_for_overwrite<std::uint8_t[]>(chunk);
+  read_buffer buf;
   while (!st->failed) {
     error_code ec;
-    auto read = st->tls.read_some(asio::buffer(buf.get(), chunk), ec);
+    auto read = st->tls.read_some(buf.whole(), ec);
     std::size_t n = co_await std::move(read);
     if (st->failed) co_return;
     if (ec == asio::error::eof) {
@@ -81,7 +113,7 @@ asio::awaitable<void> tls_to_socket(splice_state* st) {
       fail(st);
       co_return;
     }
-    auto all = asio::buffer(buf.get(), n);
+    auto all = asio::buffer(buf.data(), n);
     std::size_t sent = link::write_now(st->socket, all, ec);
     if (!ec && sent < all.size()) {
       auto write = asio::async_write(st->socket, all + sent, asio::as_tuple(asio::use_awaitable));
@@ -92,10 +124,15 @@ asio::awaitable<void> tls_to_socket(splice_state* st) {
       fail(st);
       co_return;
     }
+    buf.after_read(n);
   }
 }
 
 }  // namespace
+
+std::size_t splice_buffer_bytes() {
+  return held.load(std::memory_order_relaxed);
+}
 
 asio::awaitable<void> splice(tcp::socket& socket, secure_stream& tls) {
   using namespace asio::experimental::awaitable_operators;

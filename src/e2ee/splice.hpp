@@ -4,6 +4,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <cstddef>
 
 #include "e2ee/secure_stream.hpp"
 
@@ -14,5 +15,9 @@ namespace burrow::e2ee {
 // aborts both: the stream is reset and the socket closed with an RST. Ends with
 // tls.stream().finish(). The socket must live on the stream's executor; the handshake is done.
 boost::asio::awaitable<void> splice(boost::asio::ip::tcp::socket& socket, secure_stream& tls);
+
+// What every splice in this process holds for its reads right now: 4 KiB each way per visitor,
+// 16 KiB for a direction once a read has filled its buffer.
+std::size_t splice_buffer_bytes();
 
 }  // namespace burrow::e2ee

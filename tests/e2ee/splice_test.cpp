@@ -6,6 +6,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -189,6 +190,97 @@ TEST(E2eeSplice, ServiceResetResetsTheStreamAndTheVisitor) {
   EXPECT_TRUE(r->far_reset);
   EXPECT_EQ(r->near_streams, 0u);
   EXPECT_EQ(r->far_streams, 0u);
+}
+
+// A visitor that speaks in turns: sends `size` bytes, reads the echo of all of them, and notes
+// what the splices hold then; twice, with a small and a large message, then half-closes.
+struct turns_result {
+  std::size_t after_small = 0, after_large = 0;
+  bool echoed = false;
+  error_code ec;
+};
+
+asio::awaitable<bool> echo_turn(tcp::socket* socket, const std::string* message, error_code* ec) {
+  auto write =
+      asio::async_write(*socket, asio::buffer(*message), asio::as_tuple(asio::use_awaitable));
+  auto [wec, written] = co_await std::move(write);
+  if (wec) {
+    *ec = wec;
+    co_return false;
+  }
+  std::string back(message->size(), '\0');
+  auto read = asio::async_read(*socket, asio::buffer(back), asio::as_tuple(asio::use_awaitable));
+  auto [rec, n] = co_await std::move(read);
+  if (rec) *ec = rec;
+  co_return !rec && back == *message;
+}
+
+asio::awaitable<turns_result> visitor_in_turns(tcp::endpoint at, const std::string* small,
+                                               const std::string* large) {
+  turns_result r;
+  auto ex = co_await asio::this_coro::executor;
+  tcp::socket socket(ex);
+  auto connect = socket.async_connect(at, asio::as_tuple(asio::use_awaitable));
+  auto [ec] = co_await std::move(connect);
+  if (ec) {
+    r.ec = ec;
+    co_return r;
+  }
+  auto first = echo_turn(&socket, small, &r.ec);
+  bool small_ok = co_await std::move(first);
+  r.after_small = splice_buffer_bytes();
+  auto second = echo_turn(&socket, large, &r.ec);
+  bool large_ok = small_ok && co_await std::move(second);
+  r.after_large = splice_buffer_bytes();
+  r.echoed = small_ok && large_ok;
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  std::vector<char> rest(1024);
+  for (;;) {  // until the far side closes too
+    auto read = socket.async_read_some(asio::buffer(rest), asio::as_tuple(asio::use_awaitable));
+    auto [rec, n] = co_await std::move(read);
+    if (rec) break;
+  }
+  co_return r;
+}
+
+asio::awaitable<turns_result> turns_through_splices(test::link_pair* pair,
+                                                    test::agent_contexts* ctx,
+                                                    std::uint16_t service_port,
+                                                    const std::string* small,
+                                                    const std::string* large) {
+  using namespace asio::experimental::awaitable_operators;
+  auto open =
+      test::open_session(pair, ctx->client.native_handle(), ctx->server.native_handle(), {});
+  auto s = co_await std::move(open);
+  if (s.client_ec || s.server_ec)
+    co_return turns_result{.ec = s.client_ec ? s.client_ec : s.server_ec};
+  auto ex = co_await asio::this_coro::executor;
+  tcp::acceptor acceptor(ex, loopback);
+  auto near = near_side(&acceptor, s.client.get());
+  auto far = far_side(service_port, s.server.get());
+  auto visit = visitor_in_turns(acceptor.local_endpoint(), small, large);
+  co_return co_await (std::move(near) && std::move(far) && std::move(visit));
+}
+
+// Each visitor holds a buffer each way at both ends for as long as it stays connected: 4 KiB
+// while its messages fit, a whole record's 16 KiB for a direction once a read has filled it.
+TEST(E2eeSplice, BuffersStaySmallForSmallMessagesAndGrowForLargeOnes) {
+  test::tcp_server echo(test::server_mode::echo);
+  asio::io_context ioc;
+  test::link_pair pair(ioc);
+  test::agent_contexts ctx;
+  const std::string small = test::deterministic_bytes(1000, 11);
+  const std::string large = test::deterministic_bytes(256 * 1024, 12);
+  ASSERT_EQ(splice_buffer_bytes(), 0u) << "a splice of an earlier test is still running";
+  auto r = test::run_with_links(ioc, pair,
+                                turns_through_splices(&pair, &ctx, echo.port(), &small, &large),
+                                std::chrono::seconds(30));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->ec) << r->ec.message();
+  EXPECT_TRUE(r->echoed);
+  EXPECT_EQ(r->after_small, 4u * 4 * 1024);  // two splices, two directions each
+  EXPECT_EQ(r->after_large, 4u * 16 * 1024);
+  EXPECT_EQ(splice_buffer_bytes(), 0u);  // given back when the splices ended
 }
 
 }  // namespace
