@@ -51,17 +51,21 @@ asio::awaitable<std::string> visitor_receive(tcp::socket* socket, error_code* ec
   }
 }
 
-asio::awaitable<visitor_result> visitor(tcp::endpoint at, const std::string* payload) {
-  using namespace asio::experimental::awaitable_operators;
-  visitor_result r;
+asio::awaitable<tcp::socket> connect_to(tcp::endpoint at, error_code* ec) {
   auto ex = co_await asio::this_coro::executor;
   tcp::socket socket(ex);
   auto connect = socket.async_connect(at, asio::as_tuple(asio::use_awaitable));
-  auto [ec] = co_await std::move(connect);
-  if (ec) {
-    r.write_ec = ec;
-    co_return r;
-  }
+  auto [cec] = co_await std::move(connect);
+  *ec = cec;
+  co_return socket;
+}
+
+asio::awaitable<visitor_result> visitor(tcp::endpoint at, const std::string* payload) {
+  using namespace asio::experimental::awaitable_operators;
+  visitor_result r;
+  auto connect = connect_to(at, &r.write_ec);
+  tcp::socket socket = co_await std::move(connect);
+  if (r.write_ec) co_return r;
   auto send = visitor_send(&socket, payload);
   auto receive = visitor_receive(&socket, &r.read_ec);
   auto [write_ec, received] = co_await (std::move(send) && std::move(receive));
@@ -218,14 +222,9 @@ asio::awaitable<bool> echo_turn(tcp::socket* socket, const std::string* message,
 asio::awaitable<turns_result> visitor_in_turns(tcp::endpoint at, const std::string* small,
                                                const std::string* large) {
   turns_result r;
-  auto ex = co_await asio::this_coro::executor;
-  tcp::socket socket(ex);
-  auto connect = socket.async_connect(at, asio::as_tuple(asio::use_awaitable));
-  auto [ec] = co_await std::move(connect);
-  if (ec) {
-    r.ec = ec;
-    co_return r;
-  }
+  auto connect = connect_to(at, &r.ec);
+  tcp::socket socket = co_await std::move(connect);
+  if (r.ec) co_return r;
   auto first = echo_turn(&socket, small, &r.ec);
   bool small_ok = co_await std::move(first);
   r.after_small = splice_buffer_bytes();
@@ -233,6 +232,7 @@ asio::awaitable<turns_result> visitor_in_turns(tcp::endpoint at, const std::stri
   bool large_ok = small_ok && co_await std::move(second);
   r.after_large = splice_buffer_bytes();
   r.echoed = small_ok && large_ok;
+  error_code ec;
   socket.shutdown(tcp::socket::shutdown_send, ec);
   std::vector<char> rest(1024);
   for (;;) {  // until the far side closes too
