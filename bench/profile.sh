@@ -39,6 +39,8 @@
 # runs on and how long the woken one waits to run. With --connections 1 it lays out the chain one
 # request goes through. --keep DIR keeps the timehist text (sched.txt).
 #
+# http1k loads print wrk's own figures with its median and 99th percentile latency.
+#
 # --tool none: nothing attached; prints the load's own figures and each process's CPU time
 # (utime + stime from /proc) per GB or per 1,000 requests, and its largest RSS (VmHWM) at the
 # end of the load, for runs to repeat side by side.
@@ -207,9 +209,10 @@ else
   duration=$seconds; [ "$tool" = callgrind ] && duration=$((warmup + seconds + 2))
   threads=2; [ "$connections" -gt 1 ] || threads=1
   close=(); [ "$load" = http1k-close ] && close=(-H "Connection: close")
-  taskset -c 1 wrk -t"$threads" -c"$connections" -d"${duration}s" "${close[@]}" "${script[@]}" \
-    "${url/PORT/$public}" |
-    grep -E 'Latency|requests in|Socket errors|Non-2xx|Requests/sec|Transfer/sec' | tee "$tmp/load.txt"
+  taskset -c 1 wrk --latency -t"$threads" -c"$connections" -d"${duration}s" "${close[@]}" \
+    "${script[@]}" "${url/PORT/$public}" |
+    grep -E 'Latency|^ +(50|99)%|requests in|Socket errors|Non-2xx|Requests/sec|Transfer/sec' |
+    tee "$tmp/load.txt"
   work=$(grep -oP '^\s*\K\d+(?= requests in)' "$tmp/load.txt") unit=request
 fi
 wait "$perf" || true
