@@ -22,11 +22,13 @@ struct session_cache::state {
   std::size_t max_entries;
   mutable std::mutex mutex;
   std::unordered_map<std::string, session_ptr> sessions;
+  std::uint64_t stored = 0;  // tickets taken in, ever
 
   void store(const std::string& key, SSL_SESSION* s) {
     SSL_SESSION_up_ref(s);
     session_ptr owned(s);
     std::lock_guard lock(mutex);
+    ++stored;
     auto it = sessions.find(key);
     if (it != sessions.end()) {
       it->second = std::move(owned);
@@ -164,6 +166,11 @@ void session_cache::prepare(SSL* ssl, const std::string& key) {
 std::size_t session_cache::size() const {
   std::lock_guard lock(state_->mutex);
   return state_->sessions.size();
+}
+
+std::uint64_t session_cache::tickets_stored() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->stored;
 }
 
 void session_cache::clear() {

@@ -8,6 +8,7 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,6 +50,8 @@ class session_cache {
 
   bool enabled() const { return enabled_; }
   std::size_t size() const;
+  // Tickets taken into the cache since it was made (a new one replaces the old under its key).
+  std::uint64_t tickets_stored() const;
   void clear();
 
   struct state;  // shared with the SSLs that store tickets into it

@@ -198,7 +198,9 @@ void secure_stream::take_over_records(std::span<const std::uint8_t> final_flight
 // tickets; the end-to-end context has its cache off), so an SSL freed without a shutdown costs
 // no resumption. Its SSL (the connection's state, a copy of the context's certificates, OpenSSL's
 // two record contexts: some 13 KiB) goes at the first read or write, after the caller has looked
-// at native_handle() (an ACME validation's ALPN).
+// at native_handle() (an ACME validation's ALPN). A client's goes once the server's first own
+// record has come (take_ticket): the client's cache is ours (session_cache), with no callback
+// for sessions OpenSSL drops, so an SSL freed without a shutdown costs no resumption either.
 void secure_stream::drop_session() {
   drop_session_ = false;
   SSL_free(ssl_);
@@ -483,6 +485,16 @@ error_code secure_stream::take_ticket() {
   if (ec != link::record_error::authentication_failed) {
     tickets_pending_ = false;  // the first own record, or a failure of its own
     io_.in.consume(used);
+    // Nothing more comes on OpenSSL's records: the tickets that came are in the session cache,
+    // which holds its own reference, so the client's SSL (with the copy of the session it
+    // resumed) can go, as a server's does. OpenSSL marks the session of an SSL freed before
+    // its close_notify as not resumable (and the session a ticket brought is the one in the
+    // cache), so the SSL is told the session ended well: it did, and our records go on. A
+    // session whose first own record failed keeps its SSL, and loses its ticket as before.
+    if (!ec || ec == link::record_error::close_notify) {
+      SSL_set_shutdown(ssl_, SSL_get_shutdown(ssl_) | SSL_SENT_SHUTDOWN);
+      drop_session();
+    }
     return closed_by_peer(ec);
   }
   // OpenSSL sees exactly that record; it may hold only handshake messages.

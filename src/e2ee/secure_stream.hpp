@@ -52,8 +52,9 @@ class secure_stream {
   secure_stream(const secure_stream&) = delete;
   secure_stream& operator=(const secure_stream&) = delete;
 
-  // Null once a server's session on its own records (see own_records()) has read or written:
-  // OpenSSL's state for it is freed then. Look at it after the handshake, before any I/O.
+  // Null once a server's session on its own records (see own_records()) has read or written,
+  // and once a client's has read the server's first own record: OpenSSL's state for it is freed
+  // then. Look at it after the handshake, before any I/O.
   SSL* native_handle() { return ssl_; }
   // Bytes of buffer this session holds itself, besides OpenSSL's record buffers (for tests).
   std::size_t buffer_capacity() const {
@@ -109,7 +110,7 @@ class secure_stream {
   boost::system::error_code failed(int ssl_error);
   void start(SSL_CTX* ctx, tls_role role);  // the SSL and its BIO, for both constructors
   void release_buffers();                   // the stream's quiet hook
-  void drop_session();                      // frees the SSL of a server on its own records
+  void drop_session();                      // frees the SSL of a session on its own records
 
   std::shared_ptr<link::stream> stream_;  // null over a socket
   std::unique_ptr<carrier> carrier_;
@@ -130,7 +131,7 @@ class secure_stream {
   bool tickets_pending_ = false;  // a client: OpenSSL's tickets may precede the first own record
   // A web server's: the traffic secrets its handshake leaves, until its records are ours.
   std::unique_ptr<tls::traffic_secrets> secrets_;
-  bool drop_session_ = false;  // its records are ours: the SSL goes at the first read or write
+  bool drop_session_ = false;  // a server's records are ours: the SSL goes at its first I/O
   link::byte_buffer opened_;   // plaintext opened but not yet read (a read smaller than a record)
   bool peer_closed_ = false;   // the peer's own close_notify has arrived
 };
