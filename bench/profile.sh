@@ -9,7 +9,7 @@
 #                    [--seconds N] [--tool perf|strace|callgrind|sched|heaptrack|none]
 #                    [--mode tunnel|e2e|blind|socat|socat-chain]
 #                    [--warmup N]
-#                    [--keep DIR] [--connections N]
+#                    [--keep DIR] [--connections N] [--heap]
 #
 # --mode e2e: the agent serves end to end and `burrow connect --listen` (also on CPU 0) is the
 # load's entry, so three processes are sampled. --mode blind: an HTTPS share URL
@@ -43,7 +43,10 @@
 #
 # --tool none: nothing attached; prints the load's own figures and each process's CPU time
 # (utime + stime from /proc) per GB or per 1,000 requests, and its largest RSS (VmHWM) at the
-# end of the load, for runs to repeat side by side.
+# end of the load, for runs to repeat side by side. With --heap, also each process's heap in use a
+# second before the load ends, while its connections are open: glibc's malloc_stats(), called
+# into each process with gdb (Debian package gdb), which stops each one for a moment, so the
+# load's own figures of such a run are not for comparison.
 #
 # --tool heaptrack: runs the burrow processes under heaptrack (Debian package heaptrack), ends
 # them with SIGINT after the load, and prints for each its peak heap and the allocation sites
@@ -52,7 +55,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 burrow=build/release/burrow link=tls load=bulk seconds=8 tool=perf mode=tunnel warmup=20 keep=""
-connections=50
+connections=50 heap=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --burrow) burrow=$2; shift 2 ;;
@@ -64,6 +67,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
+    --heap) heap=1; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -76,6 +80,9 @@ case "$mode" in
   tunnel | e2e | blind | socat | socat-chain) ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
+if [ "$heap" = 1 ] && { [ "$tool" != none ] || ! command -v gdb >/dev/null; }; then
+  echo "--heap goes with --tool none and needs gdb" >&2; exit 2
+fi
 if [ "${mode#socat}" != "$mode" ] && [ "$tool" != sched ]; then
   echo "--mode $mode takes --tool sched only" >&2; exit 2
 fi
@@ -184,7 +191,15 @@ elif [ "$tool" = heaptrack ]; then
 elif [ "$tool" = none ]; then
   cpu_ticks() { for p in ${sampled//,/ }; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done; }
   cpu_ticks >"$tmp/ticks.start"
-  sleep "$((seconds + 1))" & perf=$!
+  if [ "$heap" = 1 ]; then
+    (sleep "$((seconds > 2 ? seconds - 1 : 1))"
+      for p in ${sampled//,/ }; do
+        gdb -p "$p" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1 || true
+      done
+      sleep 2) & perf=$!
+  else
+    sleep "$((seconds + 1))" & perf=$!
+  fi
 elif [ "$tool" = sched ]; then
   window=$((seconds > 3 ? seconds - 2 : 1))
   (sleep 1.5; perf sched record -a -o "$tmp/sched.data" -- sleep "$window") >/dev/null 2>&1 &
@@ -252,6 +267,16 @@ if [ "$tool" = none ]; then
       "$(grep -oP 'VmHWM:\s*\K.*' "/proc/$p/status")"
     i=$((i + 1))
   done
+  if [ "$heap" = 1 ]; then
+    echo "== heap in use a second before the end of the load (glibc malloc_stats), each process"
+    for role in relay agent connect; do
+      [ -f "$tmp/$role.log" ] || continue
+      # malloc_stats() wrote to the process's standard error: its log, total after the arenas.
+      used=$(grep -a -A2 '^Total (incl. mmap)' "$tmp/$role.log" |
+        grep -aoP 'in use bytes\s*=\s*\K\d+' | tail -1)
+      awk -v r="$role" -v b="${used:-0}" 'BEGIN { printf "%-8s %.1f MB\n", r, b / 1e6 }'
+    done
+  fi
   exit 0
 fi
 if [ "$tool" = heaptrack ]; then
