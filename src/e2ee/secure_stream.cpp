@@ -199,8 +199,8 @@ void secure_stream::take_over_records(std::span<const std::uint8_t> final_flight
 // no resumption. Its SSL (the connection's state, a copy of the context's certificates, OpenSSL's
 // two record contexts: some 13 KiB) goes at the first read or write, after the caller has looked
 // at native_handle() (an ACME validation's ALPN). A client's goes once the server's first own
-// record has come (take_ticket): the client's cache is ours (session_cache), with no callback
-// for sessions OpenSSL drops, so an SSL freed without a shutdown costs no resumption either.
+// record has come, marked as shut down first so that its cached session stays resumable
+// (take_ticket).
 void secure_stream::drop_session() {
   drop_session_ = false;
   SSL_free(ssl_);
