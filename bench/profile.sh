@@ -281,8 +281,9 @@ if [ "$tool" = none ]; then
 fi
 if [ "$tool" = heaptrack ]; then
   roles=(relay agent connect) i=0
+  comm=$(basename "$burrow" | cut -c1-15)  # the process name, as the kernel keeps it
   for p in ${sampled//,/ }; do  # heaptrack's script; burrow is its child
-    pkill -INT -P "$p" -x burrow || true
+    pkill -INT -P "$p" -x "$comm" || true
   done
   for p in ${sampled//,/ }; do
     for _ in $(seq 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
