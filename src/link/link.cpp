@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <limits>
@@ -79,6 +80,7 @@ asio::awaitable<std::string> link::run(handlers h) {
   if (ready) co_await (reader() || writer() || keeper());
   closed_ = true;
   reset_all(stream_status::cancelled);
+  room_waiters_.clear();
   boost::system::error_code ec;
   socket_.lowest_layer().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.lowest_layer().close(ec);
@@ -280,7 +282,19 @@ void link::chunk_sent() {
   if (write_blocked_ && write_buffer_.size() <= limits_.write_low_water) {
     write_blocked_ = false;
     writable_event_.notify();
+    // Not from here: a joined stream would send while this batch is being finished.
+    if (!room_waiters_.empty())
+      asio::post(executor_, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->wake_room_waiters();
+      });
   }
+}
+
+void link::wake_room_waiters() {
+  auto waiters = std::move(room_waiters_);
+  room_waiters_.clear();
+  for (auto& w : waiters)
+    if (auto s = w.lock()) s->on_link_writable();
 }
 
 bool link::send_inline() {
@@ -677,7 +691,10 @@ void link::queued(bool wake_writer) {
     socket_.lowest_layer().cancel(ec);  // wakes the reader, which sees aborted_ and ends the link
     return;
   }
-  if (!write_blocked_ && write_buffer_.size() >= limits_.write_high_water) write_blocked_ = true;
+  if (!write_blocked_ && write_buffer_.size() >= limits_.write_high_water) {
+    write_blocked_ = true;
+    ++counters_.write_blocks;
+  }
 }
 
 void link::reset_all(stream_status status) {

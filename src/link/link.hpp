@@ -45,6 +45,7 @@ struct link_counters {
   std::uint64_t frames_ignored = 0;  // frames for streams already gone
   std::uint64_t stream_errors = 0;   // streams reset for breaking the protocol
   std::uint64_t sealed_bytes_in = 0, sealed_bytes_out = 0;  // frames outside the link's TLS
+  std::uint64_t write_blocks = 0;  // times the write buffer passed its high water
 };
 
 class link : public std::enable_shared_from_this<link> {
@@ -117,6 +118,9 @@ class link : public std::enable_shared_from_this<link> {
   void send_window(std::uint32_t id, std::uint32_t increment, bool sealed);
   void send_reset(std::uint32_t id, proto::stream_status status);
   void stream_finished(std::uint32_t id);
+  // A joined stream (stream::join) that waits for room here: called back (on_link_writable)
+  // once the write buffer drains below its low water, unless the link closes first.
+  void when_writable(std::weak_ptr<stream> s) { room_waiters_.push_back(std::move(s)); }
 
  private:
   boost::asio::awaitable<void> reader();
@@ -201,6 +205,8 @@ class link : public std::enable_shared_from_this<link> {
   event write_event_;
   event writable_event_;
   bool write_blocked_ = false;
+  std::vector<std::weak_ptr<stream>> room_waiters_;
+  void wake_room_waiters();
 
   bool closed_ = false;
   bool closing_ = false;

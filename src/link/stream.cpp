@@ -4,6 +4,7 @@
 #include "link/stream.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -324,6 +325,12 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
     if (ec) n = 0;  // the downstream write will meet the error and reset
     if (n) consumed(n);
     bytes = bytes.subspan(n);
+  } else if (!bytes.empty() && joined_ && inbound_.empty() && !cap_waiting_ && !throttled() &&
+             joined_->can_send_now(bytes.size())) {
+    // Joined: nothing of ours is queued, so straight on to the other stream.
+    joined_->send_now(bytes);
+    consumed(bytes.size());
+    bytes = {};
   } else if (!bytes.empty() && forward_to_ && chunk_idle_ && inbound_.empty() && !throttled() &&
              forward_to_->can_send_now(bytes.size())) {
     // Nothing of ours is queued or on its way, so the bytes keep their order.
@@ -338,8 +345,126 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
     inbound_.append(bytes.data(), bytes.size());
   }
   if (fin) inbound_fin_ = true;
+  if (joined_) {
+    // Only what waits (a queue, a half-close) needs more. That may end the join and free this
+    // stream: nothing of it is touched after.
+    if (!inbound_.empty() || fin) pass_joined();
+    return true;
+  }
   if (!inbound_.empty() || fin) inbound_event_.notify();
   return true;
+}
+
+void stream::join(const std::shared_ptr<stream>& a, const std::shared_ptr<stream>& b,
+                  std::function<void()> done) {
+  a->forward_to_ = b->forward_to_ = nullptr;
+  a->joined_ = b;
+  b->joined_ = a;
+  a->join_done_ = std::move(done);
+  // What either holds already (a first flight that waited for the agent's answer) goes now.
+  a->pass_joined();
+  if (b->joined_) b->pass_joined();
+}
+
+// Nothing below calls back into either stream, and only end_join ends the join (and may free
+// this stream): it is always the last thing done here.
+void stream::pass_joined() {
+  for (;;) {
+    stream* peer = joined_.get();
+    if (!peer) return;
+    if (reset_ || peer->reset_) {
+      end_join();
+      return;
+    }
+    if (cap_waiting_) return;  // the cap's timer calls again
+    if (inbound_.empty()) break;
+    if (peer->send_.available() == 0) return;  // the peer's on_window calls again
+    if (peer->link_->write_blocked()) {
+      if (!waiting_room_) {
+        waiting_room_ = true;
+        peer->link_->when_writable(weak_from_this());
+      }
+      return;
+    }
+    std::size_t n = std::min<std::size_t>(
+        {inbound_.size(), peer->send_.available(), std::size_t{peer->link_->limits().max_frame}});
+    peer->send_now({inbound_.data(), n});
+    inbound_.consume(n);
+    touch();
+    if (throttled() || peer->throttled()) {  // both caps apply, as through pass_to
+      auto wait = std::chrono::nanoseconds::zero();
+      if (throttled()) wait += limiter_->charge(n);
+      if (peer->throttled()) wait += peer->limiter_->charge(n);
+      if (wait.count() > 0) {
+        wait_cap(wait, n);
+        return;
+      }
+    }
+    consumed(n);
+  }
+  give_back_small_queue();
+  if (!inbound_fin_) return;
+  stream* peer = joined_.get();
+  peer->shutdown_send();  // after the bytes; once only
+  // Both ways through: the peer's half-close reached this stream's far end too.
+  if (outbound_fin_ && peer->inbound_fin_ && peer->inbound_.empty()) end_join();
+}
+
+void stream::wait_cap(std::chrono::nanoseconds wait, std::size_t owed) {
+  if (!cap_timer_) cap_timer_ = std::make_unique<asio::steady_timer>(executor());
+  cap_waiting_ = true;
+  cap_owed_ = owed;
+  cap_until_ = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
+  arm_cap_timer();
+}
+
+void stream::arm_cap_timer() {
+  cap_timer_->expires_at(
+      std::min(cap_until_, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+  cap_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code&) {
+    if (auto s = weak.lock()) s->on_cap_timer();
+  });
+}
+
+void stream::on_cap_timer() {
+  if (!cap_waiting_) return;
+  touch();  // waiting on the cap is not idleness
+  if (!reset_ && joined_ && std::chrono::steady_clock::now() < cap_until_) {
+    arm_cap_timer();
+    return;
+  }
+  cap_waiting_ = false;
+  if (reset_ || !joined_) return;
+  consumed(std::exchange(cap_owed_, 0));
+  pass_joined();
+}
+
+void stream::end_join() {
+  auto self = shared_from_this();
+  auto peer = std::move(joined_);
+  joined_ = nullptr;
+  if (!peer) return;
+  peer->joined_ = nullptr;
+  for (auto* s : {this, peer.get()}) {
+    s->cap_waiting_ = false;
+    if (s->cap_timer_) s->cap_timer_->cancel();
+  }
+  auto done = std::exchange(join_done_, nullptr);
+  auto peer_done = std::exchange(peer->join_done_, nullptr);
+  if (reset_ || peer->reset_) {
+    reset(proto::stream_status::cancelled);
+    peer->reset(proto::stream_status::cancelled);
+  }
+  finish();
+  peer->finish();
+  if (done) done();
+  if (peer_done) peer_done();
+}
+
+void stream::on_link_writable() {
+  waiting_room_ = false;
+  if (joined_) pass_joined();
 }
 
 void stream::give_back_small_queue() {
@@ -355,7 +480,13 @@ void stream::notice_quiet(std::chrono::steady_clock::time_point now) {
 
 bool stream::on_window(std::uint32_t increment) {
   if (!send_.grant(increment)) return false;
-  credit_event_.notify();
+  if (!joined_) {
+    credit_event_.notify();
+    return true;
+  }
+  // Joined, nothing waits on the event: the peer's queue comes on within the new credit. That
+  // may end the join and free this stream: nothing of it is touched after.
+  if (!joined_->inbound_.empty()) joined_->pass_joined();
   return true;
 }
 
@@ -380,6 +511,7 @@ void stream::on_reset(proto::stream_status status) {
     boost::system::error_code ec;
     socket_->cancel(ec);
   }
+  if (joined_) end_join();
 }
 
 void stream::reset(proto::stream_status status) {

@@ -5,6 +5,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -80,6 +81,16 @@ class stream : public std::enable_shared_from_this<stream> {
   // the relay's bridge between two streams on one thread. `to` must share this stream's
   // executor and outlive the forwarding; nullptr stops it.
   void forward_to(stream* to) { forward_to_ = to; }
+  // The relay's bridge with no coroutine (relay/stream_bridge.hpp): from now on each of `a` and
+  // `b` hands what its peer sends on to the other from its link's reader, queued bytes follow
+  // as credit and room on the far link come back, half-closes follow the bytes, and a reset
+  // of either resets the other. Bandwidth caps apply as through pass_to: after bytes moved
+  // under a cap, credit goes back once a timer has waited out the debt. `done` runs once, when
+  // both streams are finished. Only for two streams on one executor, which must not be read,
+  // written or bridged otherwise.
+  static void join(const std::shared_ptr<stream>& a, const std::shared_ptr<stream>& b,
+                   std::function<void()> done);
+  bool joined() const { return joined_ != nullptr; }
   // Sends all of `bytes`, waiting for credit as needed.
   boost::asio::awaitable<void> write_all(std::span<const std::uint8_t> bytes,
                                          boost::system::error_code& ec);
@@ -102,6 +113,8 @@ class stream : public std::enable_shared_from_this<stream> {
   bool on_window(std::uint32_t increment);                      // false: overflow
   void on_reset(proto::stream_status status);
   void on_open_result(proto::stream_status status, std::string_view reason = {});
+  // Called by the link once its write buffer has room again, for a joined stream that waited.
+  void on_link_writable();
   // Called by the link's keeper: runs the quiet hook when it is due, gives back an empty queue.
   void notice_quiet(std::chrono::steady_clock::time_point now);
 
@@ -129,6 +142,16 @@ class stream : public std::enable_shared_from_this<stream> {
   // rather than holding it for the stream's whole life; a larger one (bulk, which keeps
   // queueing) stays until the stream goes quiet (notice_quiet).
   void give_back_small_queue();
+  // join's work: moves what is queued here on to the joined stream while it has credit and
+  // its link has room (else waits for on_window there or on_link_writable), then the
+  // half-close; ends the join once both directions are through or either stream is reset.
+  void pass_joined();
+  void end_join();
+  // A cap's wait on the joined path, in slices (each touches the stream, as throttle does);
+  // then the `owed` credit goes back and the bytes move on.
+  void wait_cap(std::chrono::nanoseconds wait, std::size_t owed);
+  void arm_cap_timer();
+  void on_cap_timer();
 
   std::shared_ptr<link> link_;
   std::shared_ptr<rate_limiter> limiter_;  // null: no cap, as on agents and visitor links
@@ -146,6 +169,13 @@ class stream : public std::enable_shared_from_this<stream> {
   bool down_idle_ = false;     // downstream waits for bytes: a direct write is safe
   bool chunk_idle_ = false;    // read_chunk waits for bytes: forwarding them is safe
   stream* forward_to_ = nullptr;
+  std::shared_ptr<stream> joined_;  // each holds the other until the join ends
+  std::function<void()> join_done_;
+  bool waiting_room_ = false;  // registered with the joined stream's link for room
+  bool cap_waiting_ = false;
+  std::size_t cap_owed_ = 0;  // credit held back until the cap's wait ends
+  std::chrono::steady_clock::time_point cap_until_;
+  std::unique_ptr<boost::asio::steady_timer> cap_timer_;  // made on the first wait only
   bool reset_ = false;
   bool sealed_ = false;
   bool open_confirmed_ = false;

@@ -237,6 +237,10 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
     co_return;
   }
   l->accept(*s);
+  // On one thread the two streams carry each other, and this coroutine's frame (with the
+  // bridge's, about 4 KiB a visitor) goes now; the count of streams in flight goes with them.
+  auto held = std::make_shared<counted>(active_streams_);
+  if (join_streams(s, opened.stream, [held] {})) co_return;
   auto bridging = bridge_streams(s, opened.stream);
   co_await std::move(bridging);
 }

@@ -1,4 +1,5 @@
-// Stream bridge: one coroutine per direction, each on the thread of the stream it reads.
+// Stream bridge: one coroutine per direction, each on the thread of the stream it reads; or,
+// on one thread, the two streams joined with no coroutine.
 #include "relay/stream_bridge.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -101,6 +102,13 @@ asio::awaitable<void> bridge_streams(std::shared_ptr<stream> a, std::shared_ptr<
   a->finish();
   auto finishing = run_on(b_ex, finish(b));
   co_await std::move(finishing);
+}
+
+bool join_streams(const std::shared_ptr<stream>& a, const std::shared_ptr<stream>& b,
+                  std::function<void()> done) {
+  if (a->executor() != b->executor()) return false;
+  stream::join(a, b, std::move(done));
+  return true;
 }
 
 }  // namespace burrow::relay

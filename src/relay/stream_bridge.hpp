@@ -5,6 +5,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <functional>
 #include <memory>
 
 namespace burrow::link {
@@ -16,5 +17,12 @@ namespace burrow::relay {
 // Call on `a`'s executor; returns when both directions have finished, both streams done.
 boost::asio::awaitable<void> bridge_streams(std::shared_ptr<link::stream> a,
                                             std::shared_ptr<link::stream> b);
+
+// The same with no coroutine at all (link::stream::join), for two streams on one executor:
+// each stream's link reader carries the bytes, and nothing is held for the pair but the two
+// streams. `done` runs once both are finished. False when the two live on two executors, and
+// then nothing was done: bridge_streams carries them. Call on `a`'s executor.
+bool join_streams(const std::shared_ptr<link::stream>& a, const std::shared_ptr<link::stream>& b,
+                  std::function<void()> done);
 
 }  // namespace burrow::relay

@@ -19,6 +19,7 @@
 
 #include "e2ee/link_pair.hpp"
 #include "harness/net.hpp"
+#include "link/rate_limit.hpp"
 #include "link/stream.hpp"
 
 namespace burrow::relay {
@@ -43,11 +44,13 @@ struct bridged {
   std::shared_ptr<stream> visitor, from, to, agent;
 };
 
-asio::awaitable<bridged> open_both(test::link_pair* a, test::link_pair* b) {
+// `cap`: bytes per second on the agent's link at the relay, as a token's bandwidth cap; 0: none.
+asio::awaitable<bridged> open_both(test::link_pair* a, test::link_pair* b, std::uint64_t cap = 0) {
   auto connect_a = a->connect();
   co_await std::move(connect_a);
   auto connect_b = b->connect();
   co_await std::move(connect_b);
+  if (cap) b->near().set_rate_limiter(std::make_shared<link::rate_limiter>(cap));
   auto open_a = a->open();
   auto ends_a = co_await std::move(open_a);
   auto open_b = b->open();
@@ -80,19 +83,39 @@ asio::awaitable<std::string> receive_all(std::shared_ptr<stream> s, error_code* 
   }
 }
 
+// join_streams, waited for: returns once `done` ran.
+asio::awaitable<void> join_and_wait(std::shared_ptr<stream> a, std::shared_ptr<stream> b) {
+  auto ex = co_await asio::this_coro::executor;
+  auto done = std::make_shared<int>(0);
+  EXPECT_TRUE(join_streams(a, b, [done] { ++*done; }));
+  asio::steady_timer tick(ex);
+  while (*done == 0) {
+    tick.expires_after(std::chrono::milliseconds(5));
+    co_await tick.async_wait(asio::use_awaitable);
+  }
+  EXPECT_EQ(*done, 1);
+}
+
+using bridge_way = asio::awaitable<void> (*)(std::shared_ptr<stream>, std::shared_ptr<stream>);
+
 struct both_ways {
   std::string at_agent, at_visitor;
   error_code agent_ec, visitor_ec, send_up_ec, send_down_ec;
   bool from_reset = true, to_reset = true;
+  std::size_t streams_left = 1;    // on the relay's ends of the two links, once bridged
+  std::uint64_t write_blocks = 0;  // times the agent's link at the relay filled its buffer
+  std::chrono::steady_clock::duration took{};
 };
 
 asio::awaitable<both_ways> carry_both_ways(test::link_pair* a, test::link_pair* b,
-                                           const std::string* up, const std::string* down) {
+                                           const std::string* up, const std::string* down,
+                                           bridge_way way, std::uint64_t cap = 0) {
   using namespace asio::experimental::awaitable_operators;
-  auto opening = open_both(a, b);
+  auto opening = open_both(a, b, cap);
   auto s = co_await std::move(opening);
   both_ways r;
-  auto bridge = bridge_streams(s.from, s.to);
+  const auto start = std::chrono::steady_clock::now();
+  auto bridge = way(s.from, s.to);
   auto send_up = send_all(s.visitor, up);
   auto send_down = send_all(s.agent, down);
   auto at_agent = receive_all(s.agent, &r.agent_ec);
@@ -100,12 +123,15 @@ asio::awaitable<both_ways> carry_both_ways(test::link_pair* a, test::link_pair* 
   auto [up_ec, down_ec, agent_got, visitor_got] =
       co_await (std::move(bridge) && std::move(send_up) && std::move(send_down) &&
                 std::move(at_agent) && std::move(at_visitor));
+  r.took = std::chrono::steady_clock::now() - start;
   r.send_up_ec = up_ec;
   r.send_down_ec = down_ec;
   r.at_agent = std::move(agent_got);
   r.at_visitor = std::move(visitor_got);
   r.from_reset = s.from->is_reset();
   r.to_reset = s.to->is_reset();
+  r.streams_left = a->far().stream_count() + b->near().stream_count();
+  r.write_blocks = b->near().counters().write_blocks;
   a->close();
   b->close();
   co_return r;
@@ -120,12 +146,22 @@ std::optional<T> run_for(asio::io_context& ioc, asio::awaitable<T> body,
   return result.get();
 }
 
-TEST(StreamBridge, CarriesBothWaysInOrderThroughShortCredit) {
+// Each test runs through both bridges: the coroutines (two threads, or a cap) and two streams
+// joined with none (one thread).
+class StreamBridgeWay : public testing::TestWithParam<bool> {
+ protected:
+  bridge_way way() const { return GetParam() ? &join_and_wait : &bridge_streams; }
+};
+
+INSTANTIATE_TEST_SUITE_P(Bridges, StreamBridgeWay, testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "joined" : "coroutines"; });
+
+TEST_P(StreamBridgeWay, CarriesBothWaysInOrderThroughShortCredit) {
   asio::io_context ioc;
   test::link_pair a(ioc, small_window()), b(ioc, small_window());
   const std::string up = test::deterministic_bytes(3u << 20, 7);
   const std::string down = test::deterministic_bytes(2u << 20, 8);
-  auto r = run_for(ioc, carry_both_ways(&a, &b, &up, &down), std::chrono::seconds(60));
+  auto r = run_for(ioc, carry_both_ways(&a, &b, &up, &down, way()), std::chrono::seconds(60));
   ASSERT_TRUE(r) << "the transfer did not finish within 60 s";
   EXPECT_FALSE(r->send_up_ec) << r->send_up_ec.message();
   EXPECT_FALSE(r->send_down_ec) << r->send_down_ec.message();
@@ -137,6 +173,47 @@ TEST(StreamBridge, CarriesBothWaysInOrderThroughShortCredit) {
   EXPECT_EQ(test::sha256_hex(r->at_visitor), test::sha256_hex(down));
   EXPECT_FALSE(r->from_reset);
   EXPECT_FALSE(r->to_reset);
+  EXPECT_EQ(r->streams_left, 0u);
+}
+
+// Frames that come faster than the agent's link writes them (small socket buffers) fill its
+// buffer past the high water: the visitor's stream waits for room there, and goes on when the
+// writer has drained it.
+TEST_P(StreamBridgeWay, WaitsForRoomOnAFullLinkAndGoesOn) {
+  asio::io_context ioc;
+  link::link_limits limits;
+  limits.initial_window = 1024 * 1024;
+  limits.max_frame = 4 * 1024;
+  limits.write_high_water = 16 * 1024;
+  limits.write_low_water = 4 * 1024;
+  test::link_pair a(ioc, limits), b(ioc, limits);
+  b.use_small_socket_buffers(8 * 1024);  // the agent's link at the relay writes slowly
+  const std::string up = test::deterministic_bytes(4u << 20, 11);
+  const std::string down = test::deterministic_bytes(1u << 20, 12);
+  auto r = run_for(ioc, carry_both_ways(&a, &b, &up, &down, way()), std::chrono::seconds(60));
+  ASSERT_TRUE(r) << "the transfer did not finish within 60 s";
+  EXPECT_GT(r->write_blocks, 0u) << "the agent's link never filled: the test tests nothing";
+  EXPECT_FALSE(r->send_up_ec) << r->send_up_ec.message();
+  EXPECT_FALSE(r->send_down_ec) << r->send_down_ec.message();
+  EXPECT_EQ(test::sha256_hex(r->at_agent), test::sha256_hex(up));
+  EXPECT_EQ(test::sha256_hex(r->at_visitor), test::sha256_hex(down));
+  EXPECT_EQ(r->streams_left, 0u);
+}
+
+// A bandwidth cap on the agent's link holds bridged bytes to its rate, both ways.
+TEST_P(StreamBridgeWay, ACapHoldsTheBytesToItsRate) {
+  asio::io_context ioc;
+  test::link_pair a(ioc, small_window()), b(ioc, small_window());
+  const std::string up = test::deterministic_bytes(320 * 1024, 14);
+  const std::string down = test::deterministic_bytes(64 * 1024, 15);
+  // 256 KiB/s, a bucket of 32 KiB: at least (320 + 64 - 32) / 256 s, about 1.4 s.
+  auto r = run_for(ioc, carry_both_ways(&a, &b, &up, &down, way(), 256 * 1024),
+                   std::chrono::seconds(30));
+  ASSERT_TRUE(r) << "the transfer did not finish within 30 s";
+  EXPECT_GE(r->took, std::chrono::milliseconds(1200)) << "the cap was not applied";
+  EXPECT_EQ(test::sha256_hex(r->at_agent), test::sha256_hex(up));
+  EXPECT_EQ(test::sha256_hex(r->at_visitor), test::sha256_hex(down));
+  EXPECT_EQ(r->streams_left, 0u);
 }
 
 struct handed_on {
@@ -218,17 +295,18 @@ struct first_flight {
   std::size_t held_after = 1;   // and once the bridge had passed them on
   std::size_t held_quiet = 1;   // and once the stream had been quiet for a while
   std::string at_agent;
+  bool bridge_ended = false;  // after both half-closes
 };
 
-asio::awaitable<void> bridge_then_flag(std::shared_ptr<stream> a, std::shared_ptr<stream> b,
-                                       bool* done) {
-  auto bridge = bridge_streams(std::move(a), std::move(b));
+asio::awaitable<void> bridge_then_flag(bridge_way way, std::shared_ptr<stream> a,
+                                       std::shared_ptr<stream> b, bool* done) {
+  auto bridge = way(std::move(a), std::move(b));
   co_await std::move(bridge);
   *done = true;
 }
 
 asio::awaitable<first_flight> queue_a_first_flight(test::link_pair* a, test::link_pair* b,
-                                                   const std::string* bytes) {
+                                                   const std::string* bytes, bridge_way way) {
   auto opening = open_both(a, b);
   auto s = co_await std::move(opening);
   first_flight r;
@@ -247,7 +325,7 @@ asio::awaitable<first_flight> queue_a_first_flight(test::link_pair* a, test::lin
   r.queued = s.from->queued();
   r.held_queued = s.from->queue_capacity();
   bool bridged_done = false;
-  asio::co_spawn(ex, bridge_then_flag(s.from, s.to, &bridged_done), asio::detached);
+  asio::co_spawn(ex, bridge_then_flag(way, s.from, s.to, &bridged_done), asio::detached);
   auto reading = read_exactly(s.agent, bytes->size());
   r.at_agent = co_await std::move(reading);
   r.held_after = s.from->queue_capacity();
@@ -263,6 +341,7 @@ asio::awaitable<first_flight> queue_a_first_flight(test::link_pair* a, test::lin
     settle.expires_after(std::chrono::milliseconds(10));
     co_await settle.async_wait(asio::use_awaitable);
   }
+  r.bridge_ended = bridged_done;
   a->close();
   b->close();
   co_return r;
@@ -270,31 +349,82 @@ asio::awaitable<first_flight> queue_a_first_flight(test::link_pair* a, test::lin
 
 // At 1,000 visitors every first flight waits at the relay at once while the agent answers the
 // opens: each queue holds what it was sent (not a 4 KiB buffer), and none keeps memory after.
-TEST(StreamBridge, AFirstFlightWaitsInABufferOfItsSizeThatIsGivenBackOncePassedOn) {
+TEST_P(StreamBridgeWay, AFirstFlightWaitsInABufferOfItsSizeThatIsGivenBackOncePassedOn) {
   asio::io_context ioc;
   test::link_pair a(ioc, small_window()), b(ioc, small_window());
   const std::string bytes = test::deterministic_bytes(700, 10);
-  auto r = run_for(ioc, queue_a_first_flight(&a, &b, &bytes), std::chrono::seconds(20));
+  auto r = run_for(ioc, queue_a_first_flight(&a, &b, &bytes, way()), std::chrono::seconds(20));
   ASSERT_TRUE(r) << "did not finish within 20 s";
   EXPECT_EQ(r->queued, bytes.size());
   EXPECT_EQ(r->held_queued, bytes.size());
   EXPECT_EQ(r->at_agent, bytes);
   EXPECT_EQ(r->held_after, 0u);
+  EXPECT_TRUE(r->bridge_ended);
 }
 
 // A queue that grew past a few KiB (a burst, bulk) is kept while the stream is busy, where it
 // would be made again at once, and given back once the stream goes quiet.
-TEST(StreamBridge, ALargerQueueStaysWhileBusyAndIsGivenBackWhenQuiet) {
+TEST_P(StreamBridgeWay, ALargerQueueStaysWhileBusyAndIsGivenBackWhenQuiet) {
   asio::io_context ioc;
   test::link_pair a(ioc, small_window()), b(ioc, small_window());
   const std::string bytes = test::deterministic_bytes(12 * 1024, 13);  // within the credit
-  auto r = run_for(ioc, queue_a_first_flight(&a, &b, &bytes), std::chrono::seconds(20));
+  auto r = run_for(ioc, queue_a_first_flight(&a, &b, &bytes, way()), std::chrono::seconds(20));
   ASSERT_TRUE(r) << "did not finish within 20 s";
   EXPECT_EQ(r->queued, bytes.size());
   EXPECT_GT(r->held_queued, link::stream::small_queue);
   EXPECT_EQ(r->at_agent, bytes);
   EXPECT_EQ(r->held_after, r->held_queued);
   EXPECT_EQ(r->held_quiet, 0u);
+  EXPECT_TRUE(r->bridge_ended);
+}
+
+struct after_reset {
+  std::string at_agent;
+  error_code agent_ec;  // the agent's next read, after the visitor's reset
+  bool bridge_ended = false;
+  std::size_t streams_left = 1;
+};
+
+asio::awaitable<after_reset> reset_midway(test::link_pair* a, test::link_pair* b, bridge_way way) {
+  auto opening = open_both(a, b);
+  auto s = co_await std::move(opening);
+  after_reset r;
+  auto ex = co_await asio::this_coro::executor;
+  bool bridged_done = false;
+  asio::co_spawn(ex, bridge_then_flag(way, s.from, s.to, &bridged_done), asio::detached);
+  const std::string hello = "hello through the relay";
+  error_code ec;
+  auto write =
+      s.visitor->write_all({reinterpret_cast<const std::uint8_t*>(hello.data()), hello.size()}, ec);
+  co_await std::move(write);
+  auto reading = read_exactly(s.agent, hello.size());
+  r.at_agent = co_await std::move(reading);
+  s.visitor->reset(proto::stream_status::cancelled);
+  std::vector<char> buf(64);
+  auto next = s.agent->read_some(asio::buffer(buf), r.agent_ec);
+  co_await std::move(next);
+  asio::steady_timer settle(ex);
+  for (int i = 0; i < 500 && !bridged_done; ++i) {
+    settle.expires_after(std::chrono::milliseconds(10));
+    co_await settle.async_wait(asio::use_awaitable);
+  }
+  r.bridge_ended = bridged_done;
+  r.streams_left = a->far().stream_count() + b->near().stream_count();
+  a->close();
+  b->close();
+  co_return r;
+}
+
+// A visitor who resets its stream resets the agent's too, and the relay forgets both.
+TEST_P(StreamBridgeWay, AResetCrossesAndEndsTheBridge) {
+  asio::io_context ioc;
+  test::link_pair a(ioc), b(ioc);
+  auto r = run_for(ioc, reset_midway(&a, &b, way()), std::chrono::seconds(20));
+  ASSERT_TRUE(r) << "did not finish within 20 s";
+  EXPECT_EQ(r->at_agent, "hello through the relay");
+  EXPECT_EQ(r->agent_ec, asio::error::connection_reset) << r->agent_ec.message();
+  EXPECT_TRUE(r->bridge_ended);
+  EXPECT_EQ(r->streams_left, 0u);
 }
 
 }  // namespace
