@@ -138,6 +138,44 @@ TEST_F(tunnel_test, ThousandConnectionsAtOnceThroughOneConnect) {
   EXPECT_EQ(concurrent_echoes(visitor.port, 1000), 1000) << visitor.proc->output();
 }
 
+// On one thread the relay joins each visitor's stream to the agent's with no coroutine
+// (link::stream::join): visitors who finish, and visitors who vanish with an RST mid-exchange,
+// must each leave the relay with nothing open, and the service must go on answering.
+TEST_F(tunnel_test, OneThreadRelayForgetsEveryEndToEndVisitorWhoLeaves) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay({"--workers", "1", "--metrics-listen", "127.0.0.1:0"});
+  ASSERT_NE(relay.metrics_port, 0);
+  auto agent = start_e2ee_agent(relay, echo.port());
+  auto visitor = start_connect(relay, agent);
+  ASSERT_NE(visitor.port, 0);
+  EXPECT_EQ(concurrent_echoes(visitor.port, 200), 200) << visitor.proc->output();
+  for (int i = 0; i < 20; ++i) {
+    int fd = connect_tcp(visitor.port, 5s);
+    ASSERT_GE(fd, 0);
+    // An echo first, so the pair is joined and carrying; then the RST, on a quiet pair or
+    // behind bytes still on their way.
+    EXPECT_TRUE(write_all(fd, "ping", 5s));
+    EXPECT_EQ(read_exact(fd, 4, 5s), std::optional<std::string>("ping"));
+    if (i % 2) {
+      std::string more = deterministic_bytes(64 * 1024, static_cast<std::uint64_t>(i));
+      EXPECT_TRUE(write_all(fd, more, 5s));
+    }
+    struct linger rst {
+      1, 0
+    };
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
+    ::close(fd);
+  }
+  double open = -1;
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(50ms)) {
+    open = metric_value(fetch_metrics(relay.metrics_port), "burrow_relay_streams");
+    if (open == 0) break;
+  }
+  EXPECT_EQ(open, 0) << "streams still open at the relay 10 s after the last visitor left";
+  EXPECT_EQ(exchange(visitor.port, "still here"), "still here");
+}
+
 TEST_F(tunnel_test, VisitorTokenIsAskedAndGuessedNamesLeadNowhere) {
   tcp_server echo(server_mode::echo);
   auto relay = start_relay();

@@ -78,8 +78,9 @@ relay_process tunnel_test::start_relay(std::vector<std::string> extra, std::uint
   std::vector<std::string> argv{BURROW_BINARY,   "relay",
                                 "--state-dir",   state_dir_.string(),
                                 "--listen",      "127.0.0.1:" + std::to_string(agent_port),
-                                "--public-bind", "127.0.0.1",
-                                "--workers",     "2"};
+                                "--public-bind", "127.0.0.1"};
+  if (std::find(extra.begin(), extra.end(), "--workers") == extra.end())
+    extra.insert(extra.end(), {"--workers", "2"});
   if (std::find(extra.begin(), extra.end(), "--port-range") == extra.end())
     extra.insert(extra.end(), {"--port-range", "0"});
   // Share URLs on a loopback port of the kernel's choosing, never the machine's 443.
