@@ -239,8 +239,9 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   l->accept(*s);
   // On one thread the two streams carry each other, and this coroutine's frame (with the
   // bridge's, about 4 KiB a visitor) goes now; the count of streams in flight goes with them.
-  auto held = std::make_shared<counted>(active_streams_);
-  if (join_streams(s, opened.stream, [held] {})) co_return;
+  // On two threads the lambda, and its count, go at once: `in_flight` counts the bridge.
+  if (join_streams(s, opened.stream, [held = std::make_shared<counted>(active_streams_)] {}))
+    co_return;
   auto bridging = bridge_streams(s, opened.stream);
   co_await std::move(bridging);
 }
