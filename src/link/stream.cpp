@@ -207,40 +207,6 @@ asio::awaitable<void> stream::wait_readable() {
   while (!reset_ && inbound_.empty() && !inbound_fin_) co_await inbound_event_.wait();
 }
 
-asio::awaitable<void> stream::pass_to(stream& to, boost::system::error_code& ec) {
-  ec = {};
-  for (;;) {
-    if (reset_ || to.reset_ || to.outbound_fin_) {
-      ec = asio::error::connection_reset;
-      co_return;
-    }
-    if (inbound_.empty()) {
-      if (inbound_fin_) {
-        ec = asio::error::eof;
-        co_return;
-      }
-      chunk_idle_ = true;  // on_data may hand bytes to `to` itself meanwhile
-      co_await inbound_event_.wait();
-      chunk_idle_ = false;
-      continue;
-    }
-    if (!to.send_ready()) {
-      co_await to.wait_send_ready();
-      continue;
-    }
-    std::size_t n = std::min<std::size_t>(
-        {inbound_.size(), to.send_.available(), std::size_t{to.link_->limits().max_frame}});
-    to.send_now({inbound_.data(), n});
-    inbound_.consume(n);
-    give_back_small_queue();
-    // Both caps apply, as they would through a read here and a write there.
-    if (throttled()) co_await throttle(n);
-    if (to.throttled()) co_await to.throttle(n);
-    consumed(n);
-    touch();
-  }
-}
-
 asio::awaitable<void> stream::read_chunk(std::vector<std::uint8_t>& out, std::size_t max,
                                          boost::system::error_code& ec) {
   out.clear();
@@ -263,9 +229,7 @@ asio::awaitable<void> stream::read_chunk(std::vector<std::uint8_t>& out, std::si
       ec = asio::error::eof;
       co_return;
     }
-    chunk_idle_ = true;
     co_await inbound_event_.wait();
-    chunk_idle_ = false;
   }
 }
 
@@ -331,12 +295,6 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
     joined_->send_now(bytes);
     consumed(bytes.size());
     bytes = {};
-  } else if (!bytes.empty() && forward_to_ && chunk_idle_ && inbound_.empty() && !throttled() &&
-             forward_to_->can_send_now(bytes.size())) {
-    // Nothing of ours is queued or on its way, so the bytes keep their order.
-    forward_to_->send_now(bytes);
-    consumed(bytes.size());
-    bytes = {};
   }
   if (!bytes.empty()) {
     // A queue's first bytes get a buffer of their size: a stream that queues once (a bridged
@@ -357,7 +315,6 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
 
 void stream::join(const std::shared_ptr<stream>& a, const std::shared_ptr<stream>& b,
                   std::function<void()> done) {
-  a->forward_to_ = b->forward_to_ = nullptr;
   a->joined_ = b;
   b->joined_ = a;
   a->join_done_ = std::move(done);
@@ -391,7 +348,7 @@ void stream::pass_joined() {
     peer->send_now({inbound_.data(), n});
     inbound_.consume(n);
     touch();
-    if (throttled() || peer->throttled()) {  // both caps apply, as through pass_to
+    if (throttled() || peer->throttled()) {  // both caps apply, as a read and a write would
       auto wait = std::chrono::nanoseconds::zero();
       if (throttled()) wait += limiter_->charge(n);
       if (peer->throttled()) wait += peer->limiter_->charge(n);

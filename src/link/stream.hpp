@@ -68,25 +68,16 @@ class stream : public std::enable_shared_from_this<stream> {
                                                  boost::system::error_code& ec);
   // Returns once a read would not wait: bytes queued, the peer's half-close, or a reset.
   boost::asio::awaitable<void> wait_readable();
-  // Passes what the peer sends on this stream on to `to`, which shares this stream's executor,
-  // within `to`'s credit and straight from the queue into its link: the relay's bridge. Ends with
-  // eof after the peer's half-close, connection_reset when either stream is reset.
-  boost::asio::awaitable<void> pass_to(stream& to, boost::system::error_code& ec);
   // Waits for at most `max` bytes and takes all that are queued, up to `max`, into `out`
   // (replacing its contents): no buffer is held while the stream is idle.
   boost::asio::awaitable<void> read_chunk(std::vector<std::uint8_t>& out, std::size_t max,
                                           boost::system::error_code& ec);
-  // While read_chunk waits with nothing queued, bytes from the peer go straight on to `to`
-  // when it can take them at once (credit, room on its link, no cap), skipping the reader:
-  // the relay's bridge between two streams on one thread. `to` must share this stream's
-  // executor and outlive the forwarding; nullptr stops it.
-  void forward_to(stream* to) { forward_to_ = to; }
   // The relay's bridge with no coroutine (relay/stream_bridge.hpp): from now on each of `a` and
   // `b` hands what its peer sends on to the other from its link's reader, queued bytes follow
   // as credit and room on the far link come back, half-closes follow the bytes, and a reset
-  // of either resets the other. Bandwidth caps apply as through pass_to: after bytes moved
-  // under a cap, credit goes back once a timer has waited out the debt. `done` runs once, when
-  // both streams are finished. Only for two streams on one executor, which must not be read,
+  // of either resets the other. Bandwidth caps apply as through a read and a write: after bytes
+  // moved under a cap, credit goes back once a timer has waited out the debt. `done` runs once,
+  // when both streams are finished. Only for two streams on one executor, which must not be read,
   // written or bridged otherwise.
   static void join(const std::shared_ptr<stream>& a, const std::shared_ptr<stream>& b,
                    std::function<void()> done);
@@ -132,7 +123,7 @@ class stream : public std::enable_shared_from_this<stream> {
   // Waits out the bandwidth cap after `n` bytes moved; called only when a cap is set.
   boost::asio::awaitable<void> throttle(std::size_t n);
   bool throttled() const { return limiter_ && limiter_->limited(); }
-  // forward_to's two halves: whether `n` bytes can leave on this stream now as one frame, and
+  // The join's two halves: whether `n` bytes can leave on this stream now as one frame, and
   // sending them.
   bool can_send_now(std::size_t n) const;
   void send_now(std::span<const std::uint8_t> bytes);
@@ -164,11 +155,9 @@ class stream : public std::enable_shared_from_this<stream> {
   event inbound_event_;
   event credit_event_;  // also wakes wait_open_result
 
-  bool inbound_fin_ = false;   // the peer half-closed
-  bool outbound_fin_ = false;  // we half-closed toward the peer
-  bool down_idle_ = false;     // downstream waits for bytes: a direct write is safe
-  bool chunk_idle_ = false;    // read_chunk waits for bytes: forwarding them is safe
-  stream* forward_to_ = nullptr;
+  bool inbound_fin_ = false;        // the peer half-closed
+  bool outbound_fin_ = false;       // we half-closed toward the peer
+  bool down_idle_ = false;          // downstream waits for bytes: a direct write is safe
   std::shared_ptr<stream> joined_;  // each holds the other until the join ends
   std::function<void()> join_done_;
   bool waiting_room_ = false;  // registered with the joined stream's link for room

@@ -1,5 +1,5 @@
-// Stream bridge: one coroutine per direction, each on the thread of the stream it reads; or,
-// on one thread, the two streams joined with no coroutine.
+// Stream bridge: two streams on one thread joined with no coroutine; on two threads, one
+// coroutine per direction, each on the thread of the stream it reads.
 #include "relay/stream_bridge.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -40,34 +40,9 @@ asio::awaitable<void> finish(std::shared_ptr<stream> s) {
   co_return;
 }
 
-// Lets `from` hand its bytes straight to `to` from its link's reader while the two share a
-// thread, for as long as the carrying coroutine lives.
-struct forwarding {
-  forwarding(stream& from, stream& to) : from(from) {
-    if (from.executor() == to.executor()) from.forward_to(&to);
-  }
-  ~forwarding() { from.forward_to(nullptr); }
-  forwarding(const forwarding&) = delete;
-  forwarding& operator=(const forwarding&) = delete;
-  stream& from;
-};
-
-// One direction, on `from`'s executor.
+// One direction, on `from`'s executor: a chunk read here, written on `to`'s thread.
 asio::awaitable<void> carry(std::shared_ptr<stream> from, std::shared_ptr<stream> to) {
   auto to_ex = to->executor();
-  forwarding direct(*from, *to);
-  if (from->executor() == to_ex) {
-    // One thread: straight from one stream's queue into the other's link.
-    boost::system::error_code ec;
-    co_await from->pass_to(*to, ec);
-    if (ec == asio::error::eof) {
-      to->shutdown_send();
-    } else {
-      to->reset(proto::stream_status::cancelled);
-      from->reset(proto::stream_status::cancelled);
-    }
-    co_return;
-  }
   for (;;) {
     std::vector<std::uint8_t> chunk;
     boost::system::error_code ec;

@@ -14,7 +14,9 @@ class stream;
 
 namespace burrow::relay {
 
-// Call on `a`'s executor; returns when both directions have finished, both streams done.
+// Call on `a`'s executor; returns when both directions have finished, both streams done. Made
+// for two streams on two executors (on one, join_streams carries them for less), though it
+// carries them on one too.
 boost::asio::awaitable<void> bridge_streams(std::shared_ptr<link::stream> a,
                                             std::shared_ptr<link::stream> b);
 

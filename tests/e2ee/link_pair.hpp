@@ -2,6 +2,7 @@
 // run end-to-end TLS through their streams; plus a runner that bounds every test by a deadline.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -53,6 +54,8 @@ class link_pair {
   // Why the far link ended; empty while it runs.
   const std::string& far_ended() const { return far_ended_; }
 
+  // Where both links run (their io_context's executor), before connect() too.
+  boost::asio::any_io_executor executor() const { return ioc_.get_executor(); }
   link::link& near() { return *near_; }
   link::link& far() { return *far_; }
 
