@@ -9,7 +9,7 @@
 #                    [--seconds N] [--tool perf|strace|callgrind|sched|heaptrack|none]
 #                    [--mode tunnel|e2e|blind|socat|socat-chain]
 #                    [--warmup N]
-#                    [--keep DIR] [--connections N] [--heap]
+#                    [--keep DIR] [--connections N] [--heap] [--relay-workers N]
 #
 # --mode e2e: the agent serves end to end and `burrow connect --listen` (also on CPU 0) is the
 # load's entry, so three processes are sampled. --mode blind: an HTTPS share URL
@@ -41,6 +41,10 @@
 #
 # http1k loads print wrk's own figures with its median and 99th percentile latency.
 #
+# --relay-workers N: the relay runs N worker threads (its --workers; by default one per CPU it
+# may use, so one here), still on CPU 0: with two, a `burrow connect` link and the agent's link
+# usually sit on two threads, as on a relay with more than one CPU.
+#
 # --tool none: nothing attached; prints the load's own figures and each process's CPU time
 # (utime + stime from /proc) per GB or per 1,000 requests, and its largest RSS (VmHWM) at the
 # end of the load, for runs to repeat side by side. With --heap, also each process's heap in use a
@@ -68,6 +72,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
     --heap) heap=1; shift ;;
+    --relay-workers) relay_workers=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -148,6 +153,7 @@ else
   flags=(--state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --port-range 0
     --https-listen "$https" --http-listen "" --source-connections 0 --source-rate 0
     --link-encryption "$link")
+  [ -n "${relay_workers:-}" ] && flags+=(--workers "$relay_workers")
   "${run[@]}" $(heap relay) "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
   port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
   pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')

@@ -207,32 +207,6 @@ asio::awaitable<void> stream::wait_readable() {
   while (!reset_ && inbound_.empty() && !inbound_fin_) co_await inbound_event_.wait();
 }
 
-asio::awaitable<void> stream::read_chunk(std::vector<std::uint8_t>& out, std::size_t max,
-                                         boost::system::error_code& ec) {
-  out.clear();
-  for (;;) {
-    if (reset_) {
-      ec = asio::error::connection_reset;
-      co_return;
-    }
-    if (!inbound_.empty()) {
-      std::size_t n = std::min(max, inbound_.size());
-      out.assign(inbound_.data(), inbound_.data() + n);
-      inbound_.consume(n);
-      give_back_small_queue();
-      if (throttled()) co_await throttle(n);
-      consumed(n);
-      touch();
-      co_return;
-    }
-    if (inbound_fin_) {
-      ec = asio::error::eof;
-      co_return;
-    }
-    co_await inbound_event_.wait();
-  }
-}
-
 bool stream::can_send_now(std::size_t n) const {
   return !reset_ && !outbound_fin_ && !throttled() && send_.available() >= n &&
          n <= link_->limits().max_frame && !link_->write_blocked();
@@ -295,6 +269,11 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
     joined_->send_now(bytes);
     consumed(bytes.size());
     bytes = {};
+  } else if (!bytes.empty() && cross_ && inbound_.empty() && !cross_->in_flight &&
+             !cross_->fin_passed && !cap_waiting_) {
+    // Joined across threads, nothing of ours queued or on its way: the bytes go as a chunk.
+    cross_post({bytes.begin(), bytes.end()});
+    bytes = {};
   }
   if (!bytes.empty()) {
     // A queue's first bytes get a buffer of their size: a stream that queues once (a bridged
@@ -309,12 +288,20 @@ bool stream::on_data(std::span<const std::uint8_t> bytes, bool fin) {
     if (!inbound_.empty() || fin) pass_joined();
     return true;
   }
+  if (cross_) {  // as above: cross_pass may end the join and free this stream
+    if (!inbound_.empty() || fin) cross_pass();
+    return true;
+  }
   if (!inbound_.empty() || fin) inbound_event_.notify();
   return true;
 }
 
 void stream::join(const std::shared_ptr<stream>& a, const std::shared_ptr<stream>& b,
                   std::function<void()> done) {
+  if (a->executor() != b->executor()) {
+    join_across(a, b, std::move(done));
+    return;
+  }
   a->joined_ = b;
   b->joined_ = a;
   a->join_done_ = std::move(done);
@@ -387,14 +374,18 @@ void stream::arm_cap_timer() {
 void stream::on_cap_timer() {
   if (!cap_waiting_) return;
   touch();  // waiting on the cap is not idleness
-  if (!reset_ && joined_ && std::chrono::steady_clock::now() < cap_until_) {
+  const bool in_join = joined_ || cross_;
+  if (!reset_ && in_join && std::chrono::steady_clock::now() < cap_until_) {
     arm_cap_timer();
     return;
   }
   cap_waiting_ = false;
-  if (reset_ || !joined_) return;
-  consumed(std::exchange(cap_owed_, 0));
-  pass_joined();
+  if (reset_ || !in_join) return;
+  if (auto owed = std::exchange(cap_owed_, 0)) consumed(owed);
+  if (joined_)
+    pass_joined();
+  else
+    cross_pass();
 }
 
 void stream::end_join() {
@@ -421,7 +412,10 @@ void stream::end_join() {
 
 void stream::on_link_writable() {
   waiting_room_ = false;
-  if (joined_) pass_joined();
+  if (joined_)
+    pass_joined();  // this stream's bytes wait for room on the joined stream's link
+  else if (cross_)
+    cross_send();  // the other stream's chunk waits for room on this stream's link
 }
 
 void stream::give_back_small_queue() {
@@ -437,6 +431,10 @@ void stream::notice_quiet(std::chrono::steady_clock::time_point now) {
 
 bool stream::on_window(std::uint32_t increment) {
   if (!send_.grant(increment)) return false;
+  if (cross_) {
+    cross_send();  // the other stream's chunk, if one waits for this credit
+    return true;
+  }
   if (!joined_) {
     credit_event_.notify();
     return true;
@@ -468,7 +466,12 @@ void stream::on_reset(proto::stream_status status) {
     boost::system::error_code ec;
     socket_->cancel(ec);
   }
-  if (joined_) end_join();
+  if (joined_) {
+    end_join();
+  } else if (cross_) {
+    cross_reset_peer();
+    cross_end();
+  }
 }
 
 void stream::reset(proto::stream_status status) {

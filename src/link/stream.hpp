@@ -2,6 +2,7 @@
 // local socket has not taken yet, and the pump that moves bytes between socket and link.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -68,20 +69,17 @@ class stream : public std::enable_shared_from_this<stream> {
                                                  boost::system::error_code& ec);
   // Returns once a read would not wait: bytes queued, the peer's half-close, or a reset.
   boost::asio::awaitable<void> wait_readable();
-  // Waits for at most `max` bytes and takes all that are queued, up to `max`, into `out`
-  // (replacing its contents): no buffer is held while the stream is idle.
-  boost::asio::awaitable<void> read_chunk(std::vector<std::uint8_t>& out, std::size_t max,
-                                          boost::system::error_code& ec);
   // The relay's bridge with no coroutine (relay/stream_bridge.hpp): from now on each of `a` and
   // `b` hands what its peer sends on to the other from its link's reader, queued bytes follow
   // as credit and room on the far link come back, half-closes follow the bytes, and a reset
   // of either resets the other. Bandwidth caps apply as through a read and a write: after bytes
   // moved under a cap, credit goes back once a timer has waited out the debt. `done` runs once,
-  // when both streams are finished. Only for two streams on one executor, which must not be read,
-  // written or bridged otherwise.
+  // when both streams are finished (on either's thread). On one executor the bytes go straight
+  // into the other link; on two (join_across, stream_cross.cpp) each stream is touched only on
+  // its own and the bytes cross by posts, a chunk at a time. Call on `a`'s executor; the two
+  // must not be read, written or bridged otherwise.
   static void join(const std::shared_ptr<stream>& a, const std::shared_ptr<stream>& b,
                    std::function<void()> done);
-  bool joined() const { return joined_ != nullptr; }
   // Sends all of `bytes`, waiting for credit as needed.
   boost::asio::awaitable<void> write_all(std::span<const std::uint8_t> bytes,
                                          boost::system::error_code& ec);
@@ -144,6 +142,35 @@ class stream : public std::enable_shared_from_this<stream> {
   void arm_cap_timer();
   void on_cap_timer();
 
+  // The join across two executors (stream_cross.cpp). Each stream passes what its peer sends to
+  // the other as chunks, one in flight at a time, its credit given back as it leaves; and sends
+  // the other's chunk on its own link as credit and room allow.
+  struct cross_done {
+    std::atomic<int> left{2};  // streams not finished yet
+    std::function<void()> done;
+  };
+  struct cross_state {
+    std::shared_ptr<stream> peer;  // touched only through posts to its executor
+    std::shared_ptr<cross_done> shared;
+    std::vector<std::uint8_t> out;  // the peer's chunk, being sent on this stream's link
+    std::size_t out_at = 0;
+    bool in_flight = false;   // a chunk of ours is with the peer
+    bool fin_passed = false;  // the half-close we had went on after the bytes
+  };
+  static void join_across(const std::shared_ptr<stream>& a, const std::shared_ptr<stream>& b,
+                          std::function<void()> done);
+  void start_cross(std::shared_ptr<stream> peer, std::shared_ptr<cross_done> shared);
+  void cross_start();
+  void cross_pass();  // ours to the peer: the next chunk, or the half-close after the bytes
+  void cross_post(std::vector<std::uint8_t> chunk);
+  void cross_take(std::vector<std::uint8_t> chunk);  // the peer's chunk: sent on our link
+  void cross_send();
+  void cross_sent(std::chrono::nanoseconds wait);  // the peer sent our chunk; its cap's wait
+  void cross_take_fin();
+  void cross_check_done();
+  void cross_reset_peer();
+  void cross_end();
+
   std::shared_ptr<link> link_;
   std::shared_ptr<rate_limiter> limiter_;  // null: no cap, as on agents and visitor links
   std::uint32_t id_;
@@ -155,10 +182,11 @@ class stream : public std::enable_shared_from_this<stream> {
   event inbound_event_;
   event credit_event_;  // also wakes wait_open_result
 
-  bool inbound_fin_ = false;        // the peer half-closed
-  bool outbound_fin_ = false;       // we half-closed toward the peer
-  bool down_idle_ = false;          // downstream waits for bytes: a direct write is safe
-  std::shared_ptr<stream> joined_;  // each holds the other until the join ends
+  bool inbound_fin_ = false;            // the peer half-closed
+  bool outbound_fin_ = false;           // we half-closed toward the peer
+  bool down_idle_ = false;              // downstream waits for bytes: a direct write is safe
+  std::shared_ptr<stream> joined_;      // each holds the other until the join ends
+  std::unique_ptr<cross_state> cross_;  // joined across two executors
   std::function<void()> join_done_;
   bool waiting_room_ = false;  // registered with the joined stream's link for room
   bool cap_waiting_ = false;

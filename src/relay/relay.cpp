@@ -237,13 +237,9 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
     co_return;
   }
   l->accept(*s);
-  // On one thread the two streams carry each other, and this coroutine's frame (with the
-  // bridge's, about 4 KiB a visitor) goes now; the count of streams in flight goes with them.
-  // On two threads the lambda, and its count, go at once: `in_flight` counts the bridge.
-  if (join_streams(s, opened.stream, [held = std::make_shared<counted>(active_streams_)] {}))
-    co_return;
-  auto bridging = bridge_streams(s, opened.stream);
-  co_await std::move(bridging);
+  // The two streams carry each other, and this coroutine's frame goes now; the count of streams
+  // in flight (which the drain waits for) goes with the join, once both streams are finished.
+  join_streams(s, opened.stream, [held = std::make_shared<counted>(active_streams_)] {});
 }
 
 void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt, lease held) {

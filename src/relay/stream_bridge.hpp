@@ -4,7 +4,6 @@
 // the bytes are TLS between the visitor and the agent.
 #pragma once
 
-#include <boost/asio/awaitable.hpp>
 #include <functional>
 #include <memory>
 
@@ -14,17 +13,11 @@ class stream;
 
 namespace burrow::relay {
 
-// Call on `a`'s executor; returns when both directions have finished, both streams done. Made
-// for two streams on two executors (on one, join_streams carries them for less), though it
-// carries them on one too.
-boost::asio::awaitable<void> bridge_streams(std::shared_ptr<link::stream> a,
-                                            std::shared_ptr<link::stream> b);
-
-// The same with no coroutine at all (link::stream::join), for two streams on one executor:
-// each stream's link reader carries the bytes, and nothing is held for the pair but the two
-// streams. `done` runs once both are finished. False when the two live on two executors, and
-// then nothing was done: bridge_streams carries them. Call on `a`'s executor.
-bool join_streams(const std::shared_ptr<link::stream>& a, const std::shared_ptr<link::stream>& b,
+// With no coroutine (link::stream::join): each stream's link reader carries the bytes, straight
+// into the other link on one thread, a chunk at a time by posts across two; nothing is held for
+// the pair but the two streams. `done` runs once both are finished, on either's thread. Call on
+// `a`'s executor.
+void join_streams(const std::shared_ptr<link::stream>& a, const std::shared_ptr<link::stream>& b,
                   std::function<void()> done);
 
 }  // namespace burrow::relay

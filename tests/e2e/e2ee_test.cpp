@@ -138,15 +138,20 @@ TEST_F(tunnel_test, ThousandConnectionsAtOnceThroughOneConnect) {
   EXPECT_EQ(concurrent_echoes(visitor.port, 1000), 1000) << visitor.proc->output();
 }
 
-// On one thread the relay joins each visitor's stream to the agent's with no coroutine
-// (link::stream::join): visitors who finish, and visitors who vanish with an RST mid-exchange,
-// must each leave the relay with nothing open, and the service must go on answering.
-TEST_F(tunnel_test, OneThreadRelayForgetsEveryEndToEndVisitorWhoLeaves) {
+// The relay joins each visitor's stream to the agent's with no coroutine (link::stream::join):
+// on one thread the bytes go straight from link to link, across two they cross by posts. Visitors
+// who finish, and visitors who vanish with an RST mid-exchange, must each leave the relay with
+// nothing open, and the service must go on answering.
+class relay_threads_test : public tunnel_test, public testing::WithParamInterface<const char*> {};
+
+TEST_P(relay_threads_test, ForgetsEveryEndToEndVisitorWhoLeaves) {
   tcp_server echo(server_mode::echo);
-  auto relay = start_relay({"--workers", "1", "--metrics-listen", "127.0.0.1:0"});
+  auto relay = start_relay({"--workers", GetParam(), "--metrics-listen", "127.0.0.1:0"});
   ASSERT_NE(relay.metrics_port, 0);
-  auto agent = start_e2ee_agent(relay, echo.port());
-  auto visitor = start_connect(relay, agent);
+  // One agent link and two of connect's: on a relay with two threads, the relay's accepts take
+  // turns between them, so one of connect's links lands where the agent's link is not.
+  auto agent = start_e2ee_agent(relay, echo.port(), {"--links", "1"});
+  auto visitor = start_connect(relay, agent, {"--links", "2"});
   ASSERT_NE(visitor.port, 0);
   EXPECT_EQ(concurrent_echoes(visitor.port, 200), 200) << visitor.proc->output();
   for (int i = 0; i < 20; ++i) {
@@ -175,6 +180,9 @@ TEST_F(tunnel_test, OneThreadRelayForgetsEveryEndToEndVisitorWhoLeaves) {
   EXPECT_EQ(open, 0) << "streams still open at the relay 10 s after the last visitor left";
   EXPECT_EQ(exchange(visitor.port, "still here"), "still here");
 }
+
+INSTANTIATE_TEST_SUITE_P(Workers, relay_threads_test, testing::Values("1", "2"),
+                         [](const auto& info) { return std::string(info.param) + "_threads"; });
 
 TEST_F(tunnel_test, VisitorTokenIsAskedAndGuessedNamesLeadNowhere) {
   tcp_server echo(server_mode::echo);

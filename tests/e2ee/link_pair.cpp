@@ -65,6 +65,7 @@ asio::awaitable<void> link_pair::connect() {
 asio::awaitable<void> link_pair::accept_far() {
   auto accept = acceptor_.async_accept(asio::use_awaitable);
   auto socket = co_await std::move(accept);
+  socket.set_option(tcp::no_delay(true));  // as the relay's and the agent's links have it
   auto ctx = tls::make_server_context(relay_identity(), {});
   link::tls_stream tls(std::move(socket), ctx);
   auto handshake = tls.async_handshake(asio::ssl::stream_base::server, asio::use_awaitable);
@@ -94,6 +95,7 @@ asio::awaitable<void> link_pair::dial_near() {
   }
   auto connect = socket.async_connect(acceptor_.local_endpoint(), asio::use_awaitable);
   co_await std::move(connect);
+  socket.set_option(tcp::no_delay(true));
   auto ctx = tls::make_client_context({});
   link::tls_stream tls(std::move(socket), ctx);
   tls::verification_outcome outcome;

@@ -1,11 +1,12 @@
-// The relay's bridge between two streams of two real links (TLS on 127.0.0.1): joined on one
-// thread, as on a one-CPU relay, or the coroutines between two threads, as on a relay with two
-// workers. Bytes handed straight on while the far stream has credit, queued and carried when it
-// has none, in order both ways, with half-closes after the bytes.
+// The relay's bridge between two streams of two real links (TLS on 127.0.0.1), joined on one
+// thread, as on a one-CPU relay, and across two, as on a relay with two workers: bytes handed
+// on while the far stream has credit, queued and carried when it has none, in order both ways,
+// with half-closes after the bytes.
 #include "relay/stream_bridge.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -141,11 +142,11 @@ asio::awaitable<std::string> receive_all(std::shared_ptr<stream> s, error_code* 
   }
 }
 
-// join_streams, waited for: returns once `done` ran.
+// join_streams, waited for: returns once `done` ran (on either stream's thread).
 asio::awaitable<void> join_and_wait(std::shared_ptr<stream> a, std::shared_ptr<stream> b) {
   auto ex = co_await asio::this_coro::executor;
-  auto done = std::make_shared<int>(0);
-  EXPECT_TRUE(join_streams(a, b, [done] { ++*done; }));
+  auto done = std::make_shared<std::atomic<int>>(0);
+  join_streams(a, b, [done] { ++*done; });
   asio::steady_timer tick(ex);
   while (*done == 0) {
     tick.expires_after(std::chrono::milliseconds(5));
@@ -153,8 +154,6 @@ asio::awaitable<void> join_and_wait(std::shared_ptr<stream> a, std::shared_ptr<s
   }
   EXPECT_EQ(*done, 1);
 }
-
-using bridge_way = asio::awaitable<void> (*)(std::shared_ptr<stream>, std::shared_ptr<stream>);
 
 struct both_ways {
   std::string at_agent, at_visitor;
@@ -168,14 +167,14 @@ struct both_ways {
 
 asio::awaitable<both_ways> carry_both_ways(test::link_pair* a, test::link_pair* b,
                                            const std::string* up, const std::string* down,
-                                           bridge_way way, std::uint64_t cap = 0) {
+                                           std::uint64_t cap = 0) {
   using namespace asio::experimental::awaitable_operators;
   auto opening = open_both(a, b, cap);
   auto s = co_await std::move(opening);
   both_ways r;
   r.two_threads = s.from->executor() != s.to->executor();
   const auto start = std::chrono::steady_clock::now();
-  auto bridge = way(s.from, s.to);
+  auto bridge = join_and_wait(s.from, s.to);
   auto send_up = send_all(s.visitor, up);
   auto send_down = run_on(b->executor(), send_all(s.agent, down));
   auto at_agent = run_on(b->executor(), receive_all(s.agent, &r.agent_ec));
@@ -211,25 +210,25 @@ std::optional<T> run_for(sides& where, asio::awaitable<T> body, std::chrono::sec
   return result.get();
 }
 
-// Each test runs through both bridges, each where the relay uses it: the coroutines between two
-// threads, and two streams joined with none on one.
+// Each test runs with the relay's two streams on one thread and on two.
 class StreamBridgeWay : public testing::TestWithParam<bool> {
  protected:
-  bool joined() const { return GetParam(); }
-  bridge_way way() const { return joined() ? &join_and_wait : &bridge_streams; }
-  sides where{!joined()};
+  bool two_threads() const { return GetParam(); }
+  sides where{two_threads()};
 };
 
 INSTANTIATE_TEST_SUITE_P(Bridges, StreamBridgeWay, testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "joined" : "coroutines"; });
+                         [](const auto& info) {
+                           return info.param ? "two_threads" : "one_thread";
+                         });
 
 TEST_P(StreamBridgeWay, CarriesBothWaysInOrderThroughShortCredit) {
   test::link_pair a(where.a(), small_window()), b(where.b(), small_window());
   const std::string up = test::deterministic_bytes(3u << 20, 7);
   const std::string down = test::deterministic_bytes(2u << 20, 8);
-  auto r = run_for(where, carry_both_ways(&a, &b, &up, &down, way()), std::chrono::seconds(60));
+  auto r = run_for(where, carry_both_ways(&a, &b, &up, &down), std::chrono::seconds(60));
   ASSERT_TRUE(r) << "the transfer did not finish within 60 s";
-  EXPECT_EQ(r->two_threads, !joined());
+  EXPECT_EQ(r->two_threads, two_threads());
   EXPECT_FALSE(r->send_up_ec) << r->send_up_ec.message();
   EXPECT_FALSE(r->send_down_ec) << r->send_down_ec.message();
   EXPECT_EQ(r->agent_ec, asio::error::eof) << r->agent_ec.message();
@@ -256,7 +255,7 @@ TEST_P(StreamBridgeWay, WaitsForRoomOnAFullLinkAndGoesOn) {
   b.use_small_socket_buffers(8 * 1024);  // the agent's link at the relay writes slowly
   const std::string up = test::deterministic_bytes(4u << 20, 11);
   const std::string down = test::deterministic_bytes(1u << 20, 12);
-  auto r = run_for(where, carry_both_ways(&a, &b, &up, &down, way()), std::chrono::seconds(60));
+  auto r = run_for(where, carry_both_ways(&a, &b, &up, &down), std::chrono::seconds(60));
   ASSERT_TRUE(r) << "the transfer did not finish within 60 s";
   EXPECT_GT(r->write_blocks, 0u) << "the agent's link never filled: the test tests nothing";
   EXPECT_FALSE(r->send_up_ec) << r->send_up_ec.message();
@@ -272,8 +271,8 @@ TEST_P(StreamBridgeWay, ACapHoldsTheBytesToItsRate) {
   const std::string up = test::deterministic_bytes(320 * 1024, 14);
   const std::string down = test::deterministic_bytes(64 * 1024, 15);
   // 256 KiB/s, a bucket of 32 KiB: at least (320 + 64 - 32) / 256 s, about 1.4 s.
-  auto r = run_for(where, carry_both_ways(&a, &b, &up, &down, way(), 256 * 1024),
-                   std::chrono::seconds(30));
+  auto r =
+      run_for(where, carry_both_ways(&a, &b, &up, &down, 256 * 1024), std::chrono::seconds(30));
   ASSERT_TRUE(r) << "the transfer did not finish within 30 s";
   EXPECT_GE(r->took, std::chrono::milliseconds(1200)) << "the cap was not applied";
   EXPECT_EQ(test::sha256_hex(r->at_agent), test::sha256_hex(up));
@@ -316,7 +315,7 @@ asio::awaitable<held_for_credit> join_past_credit(test::link_pair* a, test::link
   auto s = co_await std::move(opening);
   held_for_credit r;
   auto done = std::make_shared<int>(0);
-  EXPECT_TRUE(join_streams(s.from, s.to, [done] { ++*done; }));
+  join_streams(s.from, s.to, [done] { ++*done; });
   // Exactly the agent stream's credit: all of it is handed on from the link's reader.
   const std::size_t credit = small_window().initial_window;
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes->data());
@@ -371,15 +370,15 @@ struct first_flight {
   bool bridge_ended = false;  // after both half-closes
 };
 
-asio::awaitable<void> bridge_then_flag(bridge_way way, std::shared_ptr<stream> a,
-                                       std::shared_ptr<stream> b, bool* done) {
-  auto bridge = way(std::move(a), std::move(b));
+asio::awaitable<void> bridge_then_flag(std::shared_ptr<stream> a, std::shared_ptr<stream> b,
+                                       bool* done) {
+  auto bridge = join_and_wait(std::move(a), std::move(b));
   co_await std::move(bridge);
   *done = true;
 }
 
 asio::awaitable<first_flight> queue_a_first_flight(test::link_pair* a, test::link_pair* b,
-                                                   const std::string* bytes, bridge_way way) {
+                                                   const std::string* bytes) {
   auto opening = open_both(a, b);
   auto s = co_await std::move(opening);
   first_flight r;
@@ -398,7 +397,7 @@ asio::awaitable<first_flight> queue_a_first_flight(test::link_pair* a, test::lin
   r.queued = s.from->queued();
   r.held_queued = s.from->queue_capacity();
   bool bridged_done = false;
-  asio::co_spawn(ex, bridge_then_flag(way, s.from, s.to, &bridged_done), asio::detached);
+  asio::co_spawn(ex, bridge_then_flag(s.from, s.to, &bridged_done), asio::detached);
   auto reading = run_on(b->executor(), read_exactly(s.agent, bytes->size()));
   r.at_agent = co_await std::move(reading);
   r.held_after = s.from->queue_capacity();
@@ -427,7 +426,7 @@ asio::awaitable<first_flight> queue_a_first_flight(test::link_pair* a, test::lin
 TEST_P(StreamBridgeWay, AFirstFlightWaitsInABufferOfItsSizeThatIsGivenBackOncePassedOn) {
   test::link_pair a(where.a(), small_window()), b(where.b(), small_window());
   const std::string bytes = test::deterministic_bytes(700, 10);
-  auto r = run_for(where, queue_a_first_flight(&a, &b, &bytes, way()), std::chrono::seconds(20));
+  auto r = run_for(where, queue_a_first_flight(&a, &b, &bytes), std::chrono::seconds(20));
   ASSERT_TRUE(r) << "did not finish within 20 s";
   EXPECT_EQ(r->queued, bytes.size());
   EXPECT_EQ(r->held_queued, bytes.size());
@@ -441,7 +440,7 @@ TEST_P(StreamBridgeWay, AFirstFlightWaitsInABufferOfItsSizeThatIsGivenBackOncePa
 TEST_P(StreamBridgeWay, ALargerQueueStaysWhileBusyAndIsGivenBackWhenQuiet) {
   test::link_pair a(where.a(), small_window()), b(where.b(), small_window());
   const std::string bytes = test::deterministic_bytes(12 * 1024, 13);  // within the credit
-  auto r = run_for(where, queue_a_first_flight(&a, &b, &bytes, way()), std::chrono::seconds(20));
+  auto r = run_for(where, queue_a_first_flight(&a, &b, &bytes), std::chrono::seconds(20));
   ASSERT_TRUE(r) << "did not finish within 20 s";
   EXPECT_EQ(r->queued, bytes.size());
   EXPECT_GT(r->held_queued, link::stream::small_queue);
@@ -458,13 +457,13 @@ struct after_reset {
   std::size_t streams_left = 1;
 };
 
-asio::awaitable<after_reset> reset_midway(test::link_pair* a, test::link_pair* b, bridge_way way) {
+asio::awaitable<after_reset> reset_midway(test::link_pair* a, test::link_pair* b) {
   auto opening = open_both(a, b);
   auto s = co_await std::move(opening);
   after_reset r;
   auto ex = co_await asio::this_coro::executor;
   bool bridged_done = false;
-  asio::co_spawn(ex, bridge_then_flag(way, s.from, s.to, &bridged_done), asio::detached);
+  asio::co_spawn(ex, bridge_then_flag(s.from, s.to, &bridged_done), asio::detached);
   const std::string hello = "hello through the relay";
   error_code ec;
   auto write =
@@ -493,7 +492,7 @@ asio::awaitable<after_reset> reset_midway(test::link_pair* a, test::link_pair* b
 // A visitor who resets its stream resets the agent's too, and the relay forgets both.
 TEST_P(StreamBridgeWay, AResetCrossesAndEndsTheBridge) {
   test::link_pair a(where.a()), b(where.b());
-  auto r = run_for(where, reset_midway(&a, &b, way()), std::chrono::seconds(20));
+  auto r = run_for(where, reset_midway(&a, &b), std::chrono::seconds(20));
   ASSERT_TRUE(r) << "did not finish within 20 s";
   EXPECT_EQ(r->at_agent, "hello through the relay");
   EXPECT_EQ(r->agent_ec, asio::error::connection_reset) << r->agent_ec.message();
