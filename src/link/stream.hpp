@@ -69,15 +69,16 @@ class stream : public std::enable_shared_from_this<stream> {
                                                  boost::system::error_code& ec);
   // Returns once a read would not wait: bytes queued, the peer's half-close, or a reset.
   boost::asio::awaitable<void> wait_readable();
-  // The relay's bridge with no coroutine (relay/stream_bridge.hpp): from now on each of `a` and
-  // `b` hands what its peer sends on to the other from its link's reader, queued bytes follow
-  // as credit and room on the far link come back, half-closes follow the bytes, and a reset
-  // of either resets the other. Bandwidth caps apply as through a read and a write: after bytes
-  // moved under a cap, credit goes back once a timer has waited out the debt. `done` runs once,
-  // when both streams are finished (on either's thread). On one executor the bytes go straight
-  // into the other link; on two (join_across, stream_cross.cpp) each stream is touched only on
-  // its own and the bytes cross by posts, a chunk at a time. Call on `a`'s executor; the two
-  // must not be read, written or bridged otherwise.
+  // The relay's bridge between a visitor's stream and an agent's, with no coroutine (the relay
+  // reads nothing but the frames: end to end, the bytes are TLS between the visitor and the
+  // agent). From now on each of `a` and `b` hands what its peer sends on to the other from its
+  // link's reader, queued bytes follow as credit and room on the far link come back, half-closes
+  // follow the bytes, and a reset of either resets the other. Bandwidth caps apply as through a
+  // read and a write: after bytes moved under a cap, credit goes back once a timer has waited out
+  // the debt. `done` runs once, when both streams are finished (on either's thread). On one
+  // executor the bytes go straight into the other link; on two (join_across, stream_cross.cpp) each
+  // stream is touched only on its own and the bytes cross by posts, a chunk at a time. Call on
+  // `a`'s executor; the two must not be read, written or bridged otherwise.
   static void join(const std::shared_ptr<stream>& a, const std::shared_ptr<stream>& b,
                    std::function<void()> done);
   // Sends all of `bytes`, waiting for credit as needed.

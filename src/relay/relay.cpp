@@ -20,7 +20,6 @@
 #include "link/stream.hpp"
 #include "proto/client_hello.hpp"
 #include "relay/public_port.hpp"
-#include "relay/stream_bridge.hpp"
 #include "relay/visitor_info.hpp"
 #include "tls/contexts.hpp"
 
@@ -239,7 +238,7 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   l->accept(*s);
   // The two streams carry each other, and this coroutine's frame goes now; the count of streams
   // in flight (which the drain waits for) goes with the join, once both streams are finished.
-  join_streams(s, opened.stream, [held = std::make_shared<counted>(active_streams_)] {});
+  link::stream::join(s, opened.stream, [held = std::make_shared<counted>(active_streams_)] {});
 }
 
 void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt, lease held) {

@@ -2,8 +2,6 @@
 // thread, as on a one-CPU relay, and across two, as on a relay with two workers: bytes handed
 // on while the far stream has credit, queued and carried when it has none, in order both ways,
 // with half-closes after the bytes.
-#include "relay/stream_bridge.hpp"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -27,17 +25,16 @@
 #include "link/rate_limit.hpp"
 #include "link/stream.hpp"
 
-namespace burrow::relay {
-namespace {
+namespace burrow::link {
+namespace stream_join_test {  // named: the unity build puts test files side by side
 
 namespace asio = boost::asio;
 using boost::system::error_code;
-using link::stream;
 
 // Small credit and frames, so that a transfer keeps running out of credit and switching between
 // handing bytes on and queueing them.
-link::link_limits small_window() {
-  link::link_limits l;
+link_limits small_window() {
+  link_limits l;
   l.initial_window = 16 * 1024;
   l.max_frame = 4 * 1024;
   return l;
@@ -107,7 +104,7 @@ asio::awaitable<bridged> open_both(test::link_pair* a, test::link_pair* b, std::
   co_await std::move(connect_b);
   if (cap) {
     auto capping =
-        on(b, [b, cap] { b->near().set_rate_limiter(std::make_shared<link::rate_limiter>(cap)); });
+        on(b, [b, cap] { b->near().set_rate_limiter(std::make_shared<rate_limiter>(cap)); });
     co_await std::move(capping);
   }
   auto open_a = a->open();
@@ -142,11 +139,11 @@ asio::awaitable<std::string> receive_all(std::shared_ptr<stream> s, error_code* 
   }
 }
 
-// join_streams, waited for: returns once `done` ran (on either stream's thread).
+// stream::join, waited for: returns once `done` ran (on either stream's thread).
 asio::awaitable<void> join_and_wait(std::shared_ptr<stream> a, std::shared_ptr<stream> b) {
   auto ex = co_await asio::this_coro::executor;
   auto done = std::make_shared<std::atomic<int>>(0);
-  join_streams(a, b, [done] { ++*done; });
+  stream::join(a, b, [done] { ++*done; });
   asio::steady_timer tick(ex);
   while (*done == 0) {
     tick.expires_after(std::chrono::milliseconds(5));
@@ -246,7 +243,7 @@ TEST_P(StreamBridgeWay, CarriesBothWaysInOrderThroughShortCredit) {
 // buffer past the high water: the visitor's stream waits for room there, and goes on when the
 // writer has drained it.
 TEST_P(StreamBridgeWay, WaitsForRoomOnAFullLinkAndGoesOn) {
-  link::link_limits limits;
+  link_limits limits;
   limits.initial_window = 1024 * 1024;
   limits.max_frame = 4 * 1024;
   limits.write_high_water = 16 * 1024;
@@ -315,7 +312,7 @@ asio::awaitable<held_for_credit> join_past_credit(test::link_pair* a, test::link
   auto s = co_await std::move(opening);
   held_for_credit r;
   auto done = std::make_shared<int>(0);
-  join_streams(s.from, s.to, [done] { ++*done; });
+  stream::join(s.from, s.to, [done] { ++*done; });
   // Exactly the agent stream's credit: all of it is handed on from the link's reader.
   const std::size_t credit = small_window().initial_window;
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes->data());
@@ -443,7 +440,7 @@ TEST_P(StreamBridgeWay, ALargerQueueStaysWhileBusyAndIsGivenBackWhenQuiet) {
   auto r = run_for(where, queue_a_first_flight(&a, &b, &bytes), std::chrono::seconds(20));
   ASSERT_TRUE(r) << "did not finish within 20 s";
   EXPECT_EQ(r->queued, bytes.size());
-  EXPECT_GT(r->held_queued, link::stream::small_queue);
+  EXPECT_GT(r->held_queued, stream::small_queue);
   EXPECT_EQ(r->at_agent, bytes);
   EXPECT_EQ(r->held_after, r->held_queued);
   EXPECT_EQ(r->held_quiet, 0u);
@@ -500,5 +497,5 @@ TEST_P(StreamBridgeWay, AResetCrossesAndEndsTheBridge) {
   EXPECT_EQ(r->streams_left, 0u);
 }
 
-}  // namespace
-}  // namespace burrow::relay
+}  // namespace stream_join_test
+}  // namespace burrow::link
