@@ -130,7 +130,7 @@ else
   access=off; [ "$tool" = callgrind ] && access="$tmp/access.log"  # counts the window's requests
   cat >"$tmp/nginx.conf" <<EOF
 daemon off; master_process off; worker_processes 1; error_log $tmp/nginx.err; pid $tmp/nginx.pid;
-events { worker_connections 4096; }
+events { worker_connections 4096; multi_accept on; }
 http { access_log $access; keepalive_requests 1000000;
   server { listen 127.0.0.1:$target; root $tmp/www; } }
 EOF

@@ -85,6 +85,12 @@ def parse_args(argv=None):
     # would flatter every tunnel compared with it; 1024 keeps the comparison fair.
     p.add_argument("--socat-backlog", type=int, default=1024,
                    help="backlog=N on socat's TCP-LISTEN (default 1024; 0: socat's own, 5)")
+    # nginx's default accepts one waiting connection per pass of its event loop; a tunnel that
+    # connects to it while hundreds of connections are busy then waits seconds in its listen
+    # queue (wrk timeouts at 1,000 connections). "on" takes every waiting one at each wake-up.
+    p.add_argument("--nginx-multi-accept", choices=["on", "off"], default="on",
+                   help="nginx's multi_accept (default on; off: nginx's default, one accept per "
+                        "pass of its event loop)")
     p.add_argument("--burrow-relay-args", default="",
                    help="extra arguments for `burrow relay` (shell-quoted string)")
     p.add_argument("--burrow-agent-args", default="",
@@ -178,7 +184,7 @@ def main(argv=None) -> int:
         want_iperf = any(COLUMNS[c]["kind"] == "iperf" for c in all_columns)
         want_tls = want_http and any(MODES[m].tls_target for m in args.mode_list)
         ctx.targets = Targets(procs, tmp, args.load_cpu, nofile, want_http, want_iperf,
-                              want_tls)
+                              want_tls, args.nginx_multi_accept)
         ctx.targets.start()
         ctx.modes = {m: MODES[m](ctx) for m in args.mode_list}
         rounds = run_rounds(ctx)

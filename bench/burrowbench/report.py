@@ -143,7 +143,8 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
         f"- rounds: {a.rounds}, wrk -d {a.duration}s, iperf3 -t {a.iperf_time}; "
         f"tunnel processes pinned to CPU {a.tunnel_cpu}, nginx/iperf3/wrk to CPU {a.load_cpu}"
         + ("" if ctx.procs.pin else " (pinning DISABLED)"),
-        f"- RLIMIT_NOFILE for children: {meta['nofile']}",
+        f"- RLIMIT_NOFILE for children: {meta['nofile']}; nginx multi_accept "
+        f"{getattr(a, 'nginx_multi_accept', 'on')}",
         f"- load average (1/5/15 min) at start: {meta['loadavg_start']}; "
         f"at end: {meta['loadavg_end']}",
         "",

@@ -38,7 +38,8 @@ def self_signed_cert(cert: Path, key: Path, name: str) -> None:
 
 class Targets:
     def __init__(self, procs: Procs, tmp: Path, load_cpu: int, nofile: int,
-                 want_http: bool, want_iperf: bool, want_tls: bool = False):
+                 want_http: bool, want_iperf: bool, want_tls: bool = False,
+                 multi_accept: str = "on"):
         self.procs = procs
         self.tmp = tmp
         self.load_cpu = load_cpu
@@ -46,6 +47,7 @@ class Targets:
         self.want_http = want_http
         self.want_iperf = want_iperf
         self.want_tls = want_tls  # also a TLS server block in nginx (HTTPS modes)
+        self.multi_accept = multi_accept  # nginx's multi_accept, "on" or "off"
         self.nginx: Proc | None = None
         self.nginx_port = 0
         self.nginx_tls_port = 0
@@ -70,7 +72,8 @@ class Targets:
         (prefix / "tls-server.conf").write_text(self._tls_server(prefix, root))
         conf = fill_template("nginx.conf.in", {
             "PREFIX": str(prefix), "ROOT": str(root), "PORT": str(self.nginx_port),
-            "NOFILE": str(self.nofile)})
+            "NOFILE": str(self.nofile),
+            "MULTI_ACCEPT": self.multi_accept})
         conf_path = prefix / "nginx.conf"
         conf_path.write_text(conf)
         self.nginx = self.procs.start(
