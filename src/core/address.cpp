@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <charconv>
 
 #include "core/ascii.hpp"
 
@@ -84,6 +85,24 @@ std::optional<host_port> parse_host_port(std::string_view text,
   if (!port) return std::nullopt;
   out.port = *port;
   return out;
+}
+
+std::string address_text(const boost::asio::ip::address& a) {
+  namespace ip = boost::asio::ip;
+  ip::address_v4 v4;
+  if (a.is_v4())
+    v4 = a.to_v4();
+  else if (a.to_v6().is_v4_mapped())
+    v4 = ip::make_address_v4(ip::v4_mapped, a.to_v6());
+  else
+    return a.to_string();
+  char text[16];
+  char* end = text;
+  for (auto byte : v4.to_bytes()) {
+    if (end != text) *end++ = '.';
+    end = std::to_chars(end, text + sizeof text, byte).ptr;
+  }
+  return std::string(text, end);
 }
 
 std::string format_host_port(std::string_view host, std::uint16_t port) {

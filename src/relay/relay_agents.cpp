@@ -5,6 +5,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/address.hpp"
 #include "core/deadline.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
@@ -23,10 +24,7 @@ using asio::ip::tcp;
 namespace {
 
 std::string endpoint_text(const tcp::endpoint& ep) {
-  auto a = ep.address();
-  if (a.is_v6() && a.to_v6().is_v4_mapped())
-    a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-  return format_host_port(a.to_string(), ep.port());
+  return format_host_port(address_text(ep.address()), ep.port());
 }
 
 bool valid_service_name(const std::string& n) {
@@ -201,10 +199,7 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
       spdlog::warn("{}: control message from a visitor ignored", name);
     };
     h.on_open = [this, raw, peer](std::shared_ptr<link::stream> s, proto::open_metadata meta) {
-      auto visitor = peer.address();
-      if (visitor.is_v6() && visitor.to_v6().is_v4_mapped())
-        visitor = asio::ip::make_address_v4(asio::ip::v4_mapped, visitor.to_v6());
-      meta.visitor_address = visitor.to_string();
+      meta.visitor_address = address_text(peer.address());
       meta.visitor_port = peer.port();
       meta.relay_address.clear();
       meta.relay_port = 0;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/address.hpp"
 #include "proto/control.hpp"
 
 namespace burrow::relay {
@@ -21,14 +22,11 @@ inline std::optional<proto::open_metadata> visitor_metadata(
   if (ec) return std::nullopt;
   auto local = socket.local_endpoint(ec);
   if (ec) return std::nullopt;
-  auto visitor = remote.address();
-  if (visitor.is_v6() && visitor.to_v6().is_v4_mapped())
-    visitor = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, visitor.to_v6());
   proto::open_metadata meta;
   meta.service = std::move(service);
-  meta.visitor_address = visitor.to_string();
+  meta.visitor_address = address_text(remote.address());
   meta.visitor_port = remote.port();
-  meta.relay_address = local.address().to_string();
+  meta.relay_address = address_text(local.address());
   meta.relay_port = relay_port;
   return meta;
 }
@@ -38,11 +36,7 @@ inline std::string peer_text(const boost::asio::ip::tcp::socket& socket) {
   boost::system::error_code ec;
   auto remote = socket.remote_endpoint(ec);
   if (ec) return "unknown";
-  auto a = remote.address();
-  if (a.is_v6() && a.to_v6().is_v4_mapped())
-    a = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
-  return a.is_v6() ? "[" + a.to_string() + "]:" + std::to_string(remote.port())
-                   : a.to_string() + ":" + std::to_string(remote.port());
+  return format_host_port(address_text(remote.address()), remote.port());
 }
 
 // Counts a session in flight for as long as it lives.

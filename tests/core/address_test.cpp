@@ -60,6 +60,23 @@ TEST(Address, FormatsAndRoundTrips) {
   }
 }
 
+TEST(Address, WritesAddressesAsAsioDoesAndMappedOnesAsIpv4) {
+  namespace ip = boost::asio::ip;
+  for (const char* text :
+       {"0.0.0.0", "127.0.0.1", "10.20.30.40", "192.168.1.255", "255.255.255.255", "1.0.0.9", "::1",
+        "::", "2001:db8::8a2e:370:7334", "fe80::1", "2001:db8:0:0:1:0:0:1"}) {
+    auto a = ip::make_address(text);
+    EXPECT_EQ(address_text(a), a.to_string()) << text;
+  }
+  EXPECT_EQ(address_text(ip::make_address("::ffff:192.0.2.128")), "192.0.2.128");
+  EXPECT_EQ(address_text(ip::make_address("::ffff:0.0.0.0")), "0.0.0.0");
+  EXPECT_EQ(address_text(ip::make_address("::ffff:255.255.255.255")), "255.255.255.255");
+  // Scoped IPv6 addresses keep their scope, as to_string() writes it.
+  auto scoped = ip::make_address_v6("fe80::1");
+  scoped.scope_id(7);
+  EXPECT_EQ(address_text(ip::address(scoped)), ip::address(scoped).to_string());
+}
+
 TEST(Address, ParsesPortRanges) {
   auto any = parse_port_range("0");
   ASSERT_TRUE(any);
