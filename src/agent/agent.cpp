@@ -50,11 +50,15 @@ using asio::ip::tcp;
 
 namespace {
 
+// Connected, registered for reads only (no wake-up for every writable edge), with TCP_INQ (no
+// read to learn that one emptied it) and TCP_NODELAY (requests and responses go out at once).
 asio::awaitable<boost::system::error_code> tcp_connect_one(tcp::socket& s, tcp::endpoint ep) {
   auto [ec] = co_await s.async_connect(ep, asio::as_tuple(asio::use_awaitable));
-  if (!ec) link::register_afresh(s, ec);  // reads only: no wake-up for every writable edge
-  if (!ec) report_queued_bytes(s);        // no read to learn that one emptied it
-  co_return ec;
+  if (!ec) link::register_afresh(s, ep.protocol(), ec);
+  if (ec) co_return ec;
+  report_queued_bytes(s);
+  s.set_option(tcp::no_delay(true), ec);
+  co_return boost::system::error_code();
 }
 
 tcp::endpoint endpoint_or_unspecified(const std::string& address, std::uint16_t port) {
@@ -720,8 +724,6 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
     s->finish();
     co_return;
   }
-  boost::system::error_code ec;
-  socket.set_option(tcp::no_delay(true), ec);
   auto local = http::make_tcp_duplex(socket);
   http::proxy_options options;
   options.forwarded = {meta.visitor_address, meta.scheme == "http" ? "http" : "https", host};

@@ -13,14 +13,14 @@
 
 namespace burrow::link {
 
-// For a connected socket with no operation pending. On failure `ec` says why and the socket is
-// of no further use (closed, or left without its descriptor): the caller drops the connection.
-inline void register_afresh(boost::asio::ip::tcp::socket& socket, boost::system::error_code& ec) {
-  auto endpoint = socket.local_endpoint(ec);
-  if (ec) return;
+// For a connected socket of `protocol` (the family it was opened with) with no operation
+// pending. On failure `ec` says why and the socket is of no further use (closed, or left without
+// its descriptor): the caller drops the connection.
+inline void register_afresh(boost::asio::ip::tcp::socket& socket,
+                            const boost::asio::ip::tcp& protocol, boost::system::error_code& ec) {
   auto fd = socket.release(ec);
   if (ec) return;
-  socket.assign(endpoint.protocol(), fd, ec);
+  socket.assign(protocol, fd, ec);
   if (ec) ::close(fd);
 }
 

@@ -41,7 +41,6 @@ asio::awaitable<void> stream::pump(tcp::socket& socket) {
   boost::system::error_code ec;
   socket.non_blocking(true, ec);  // upstream's reads and write_now must never wait
   if (ec) reset(proto::stream_status::cancelled);
-  socket.set_option(tcp::no_delay(true), ec);
   socket_ = &socket;
   if (!reset_) co_await (upstream() && downstream());
   socket_ = nullptr;

@@ -215,6 +215,12 @@ void port_registry::close_all() {
     if (e.listener) e.listener->close();
 }
 
+void port_registry::for_each_listener(const std::function<void(public_port&)>& fn) {
+  std::lock_guard lock(mutex_);
+  for (auto& [p, e] : ports_)
+    if (e.listener) fn(*e.listener);
+}
+
 std::size_t port_registry::count(std::string_view token_id) {
   std::lock_guard lock(mutex_);
   return static_cast<std::size_t>(std::count_if(ports_.begin(), ports_.end(), [&](const auto& kv) {

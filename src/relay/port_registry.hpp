@@ -55,6 +55,9 @@ class port_registry {
   std::size_t expire(std::chrono::steady_clock::time_point now);
   // Closes every listener (shutdown).
   void close_all();
+  // Calls `fn` for every bound port's listener, with the registry locked: a port bound while this
+  // runs is either among them or bound after it returns.
+  void for_each_listener(const std::function<void(public_port&)>& fn);
   std::size_t size();
 
   // Ports held by a token, in grace or not.

@@ -20,7 +20,7 @@ using asio::ip::tcp;
 
 public_port::public_port(asio::any_io_executor ex, const std::vector<std::string>& addresses,
                          std::uint16_t port, visitor_handler on_visitor,
-                         std::atomic<std::uint64_t>* accept_errors)
+                         std::chrono::seconds keepalive, std::atomic<std::uint64_t>* accept_errors)
     : executor_(std::move(ex)),
       port_(port),
       on_visitor_(std::move(on_visitor)),
@@ -37,6 +37,7 @@ public_port::public_port(asio::any_io_executor ex, const std::vector<std::string
       spdlog::debug("public port {}: {} not available here: {}", port_, text, e.code().message());
       continue;
     }
+    burrow::set_keepalive(*acceptors_.back(), keepalive);
     if (port_ == 0) port_ = acceptors_.back()->local_endpoint().port();
   }
 }
@@ -55,11 +56,18 @@ void public_port::close() {
   });
 }
 
+void public_port::set_keepalive(std::chrono::seconds idle) {
+  asio::post(executor_, [self = shared_from_this(), idle] {
+    for (auto& a : self->acceptors_) burrow::set_keepalive(*a, idle);
+  });
+}
+
 asio::awaitable<void> public_port::accept_loop(tcp::acceptor& acceptor) {
   auto self = shared_from_this();
   asio::steady_timer pause(executor_);
+  tcp::endpoint peer;
   for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+    auto [ec, socket] = co_await acceptor.async_accept(peer, asio::as_tuple(asio::use_awaitable));
     if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
     if (ec) {
       // Out of descriptors or memory: existing tunnels keep working; try again shortly.
@@ -69,7 +77,7 @@ asio::awaitable<void> public_port::accept_loop(tcp::acceptor& acceptor) {
       co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
       continue;
     }
-    on_visitor_(std::move(socket), port_);
+    on_visitor_(std::move(socket), peer, port_);
   }
 }
 

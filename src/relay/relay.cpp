@@ -69,12 +69,15 @@ relay::relay(relay_config config, relay_state state)
       [this](std::uint16_t port, std::string_view service,
              std::string& error) -> std::shared_ptr<public_port> {
         try {
-          auto admit_visitor = [this](tcp::socket s, std::uint16_t p) {
-            if (auto held = admit(s, listener::port))
-              on_visitor(std::move(s), p, 0, std::move(*held));
+          auto admit_visitor = [this](tcp::socket s, const tcp::endpoint& peer, std::uint16_t p) {
+            if (auto conn = admit(s.native_handle(), peer, listener::port))
+              on_visitor(std::move(s), p, 0, std::move(*conn));
           };
+          // Called with the registry locked, which keep_listeners_alive() also takes: a reload
+          // of tcp-keepalive reaches this port either here or there.
           return std::make_shared<public_port>(
               workers_.next().get_executor(), config_.public_bind, port, admit_visitor,
+              tcp_keepalive_.load(),
               counters_[static_cast<std::size_t>(listener::port)].accept_errors);
         } catch (const std::exception& e) {
           error = "cannot listen on port " + std::to_string(port) + " for service " +
@@ -109,6 +112,7 @@ void relay::bind() {
   if (agent_acceptors_.empty()) throw std::runtime_error("no agent listener could be bound");
   bind_https();
   bind_metrics();
+  keep_listeners_alive(tcp_keepalive_.load());
 }
 
 std::vector<tcp::endpoint> relay::agent_endpoints() const {
@@ -136,9 +140,10 @@ asio::awaitable<void> relay::accept_loop(tcp::acceptor& acceptor, listener which
                                          session_fn session) {
   std::string what = listener_title(which);
   asio::steady_timer pause(acceptor.get_executor());
+  tcp::endpoint peer;
   for (;;) {
     auto [ec, socket] =
-        co_await acceptor.async_accept(workers_.next(), asio::as_tuple(asio::use_awaitable));
+        co_await acceptor.async_accept(workers_.next(), peer, asio::as_tuple(asio::use_awaitable));
     if (stopping_ || ec == asio::error::operation_aborted) co_return;
     if (ec) {
       // EMFILE and the like: wait and go on; the listener never ends on its own.
@@ -148,10 +153,10 @@ asio::awaitable<void> relay::accept_loop(tcp::acceptor& acceptor, listener which
       co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
       continue;
     }
-    auto held = admit(socket, which);
-    if (!held) continue;
+    auto conn = admit(socket.native_handle(), peer, which);
+    if (!conn) continue;
     auto ex = socket.get_executor();
-    spawn_logged(ex, (this->*session)(std::move(socket), std::move(*held)), what);
+    spawn_logged(ex, (this->*session)(std::move(socket), std::move(*conn)), what);
   }
 }
 
@@ -241,7 +246,7 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   link::stream::join(s, opened.stream, [held = std::make_shared<counted>(active_streams_)] {});
 }
 
-void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt, lease held) {
+void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt, admitted conn) {
   auto route = registry_->pick(port);
   boost::system::error_code ec;
   if (!route.link || stopping_) {
@@ -252,24 +257,24 @@ void relay::on_visitor(tcp::socket socket, std::uint16_t port, int attempt, leas
   auto ex = l->executor();
   move_socket(
       std::move(socket), ex,
-      [this, l, port, attempt, held, service = std::move(route.service)](tcp::socket moved) {
+      [this, l, port, attempt, conn, service = std::move(route.service)](tcp::socket moved) {
         spawn_logged(l->executor(),
-                     visitor_session(l, std::move(moved), port, service, attempt, held), "visitor");
+                     visitor_session(l, std::move(moved), port, service, attempt, conn), "visitor");
       });
 }
 
 asio::awaitable<void> relay::visitor_session(std::shared_ptr<link::link> l, tcp::socket socket,
                                              std::uint16_t port, std::string service, int attempt,
-                                             lease held) {
+                                             admitted conn) {
   counted in_flight(active_streams_);
   boost::system::error_code ec;
-  auto meta = visitor_metadata(socket, std::move(service), port);
+  auto meta = visitor_metadata(socket, conn.peer, std::move(service));
   if (!meta) co_return;
   auto s = l->open_stream(*meta);
   if (!s) {
     // This link is full or going away; another link of the same agent may take the visitor.
     if (attempt < 3 && !stopping_) {
-      on_visitor(std::move(socket), port, attempt + 1, std::move(held));
+      on_visitor(std::move(socket), port, attempt + 1, std::move(conn));
       co_return;
     }
     socket.set_option(asio::socket_base::linger(true, 0), ec);

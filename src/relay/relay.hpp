@@ -60,22 +60,25 @@ class relay {
   using lease = source_limits::lease;
   enum class listener { agent, https, http, port };
   static constexpr std::size_t listener_count = 4;
-  using session_fn = boost::asio::awaitable<void> (relay::*)(boost::asio::ip::tcp::socket, lease);
+  // What admission gives a connection for its life: its place in its source's count, and the
+  // peer's address as accept() returned it (no getpeername later).
+  struct admitted {
+    lease held;
+    boost::asio::ip::tcp::endpoint peer;
+  };
+  using session_fn = boost::asio::awaitable<void> (relay::*)(boost::asio::ip::tcp::socket,
+                                                             admitted);
   // Accepts until the relay stops; each admitted connection runs `session` on its own worker.
   boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor, listener which,
                                            session_fn session);
   // The per-source check at accept, before any byte is read: a refused connection is closed with
-  // a reset, counted and logged at a bounded rate. Admitted sockets get TCP keepalive, so a
-  // visitor that vanished without a FIN is reaped.
-  template <class Socket>
-  std::optional<lease> admit(Socket& socket, listener which) {
-    boost::system::error_code ec;
-    auto peer = socket.remote_endpoint(ec);
-    if (ec) return std::nullopt;  // already gone
-    return admit(socket.native_handle(), peer, which);
-  }
-  // Refused: the descriptor is set to close with a reset; the caller drops the socket.
-  std::optional<lease> admit(int fd, const boost::asio::ip::tcp::endpoint& peer, listener which);
+  // a reset, counted and logged at a bounded rate. Refused: the descriptor is set to close with a
+  // reset; the caller drops the socket.
+  std::optional<admitted> admit(int fd, const boost::asio::ip::tcp::endpoint& peer, listener which);
+  // TCP keepalive on every listener admit() serves (core/acceptor.hpp: the sockets they accept
+  // inherit it), so a visitor or agent that vanished without a FIN is reaped. At start, and again
+  // when a reload changes `tcp-keepalive`; connections open by then keep what they had.
+  void keep_listeners_alive(std::chrono::seconds idle);
   // Counts a connection turned away after it was admitted (bad TLS, no hello, a deadline...).
   // Logged at most once a second, with how many were held back.
   void rejected(listener which, std::string_view reason, const std::string& who,
@@ -86,7 +89,7 @@ class relay {
   void bind_metrics();
   void serve_metrics_listeners();
   // A link from an agent, or from a visitor's `burrow connect`: the hello says which.
-  boost::asio::awaitable<void> link_session(boost::asio::ip::tcp::socket socket, lease held);
+  boost::asio::awaitable<void> link_session(boost::asio::ip::tcp::socket socket, admitted conn);
   void serve_agent(link::link::handlers& h, link::link* link, owner_id owner,
                    const std::string& name, std::shared_ptr<token_grant> grant);
   // Token scopes (relay_tokens.cpp). A refusal if the token may not claim `spec`; else the ports
@@ -108,7 +111,7 @@ class relay {
   boost::asio::awaitable<void> visitor_session(std::shared_ptr<link::link> link,
                                                boost::asio::ip::tcp::socket socket,
                                                std::uint16_t port, std::string service, int attempt,
-                                               lease held);
+                                               admitted conn);
   proto::service_result claim_share_url(const owner_id& owner, const proto::service_spec& spec,
                                         const std::shared_ptr<link::link>& link);
   // Signs a share URL's certificate from the agent's request, if that agent holds the name.
@@ -122,27 +125,28 @@ class relay {
                 const char* what,
                 std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>>& out);
   // Plain HTTP (relay_http.cpp): route by Host; redirect to HTTPS or forward in the clear.
-  boost::asio::awaitable<void> http_session(boost::asio::ip::tcp::socket socket, lease held);
+  boost::asio::awaitable<void> http_session(boost::asio::ip::tcp::socket socket, admitted conn);
   boost::asio::awaitable<void> http_visitor(std::shared_ptr<link::link> link,
                                             boost::asio::ip::tcp::socket socket, std::string name,
-                                            std::string head, int attempt, lease held);
-  boost::asio::awaitable<void> https_session(boost::asio::ip::tcp::socket socket, lease held);
+                                            std::string head, int attempt, admitted conn);
+  boost::asio::awaitable<void> https_session(boost::asio::ip::tcp::socket socket, admitted conn);
   boost::asio::awaitable<void> https_visitor(std::shared_ptr<link::link> link,
                                              boost::asio::ip::tcp::socket socket, std::string name,
-                                             int attempt, lease held);
+                                             int attempt, admitted conn);
   // Inspect mode: TLS ends here with the relay's *.DOMAIN certificate; each request is checked
   // against the share URL's rules, logged, and forwarded as HTTP in a stream to the agent.
   boost::asio::awaitable<void> inspect_visitor(std::shared_ptr<link::link> link,
                                                boost::asio::ip::tcp::socket socket,
                                                std::string name,
                                                std::shared_ptr<const http::access_rules> rules,
-                                               lease held);
+                                               admitted conn);
   // Ends TLS with the relay's own certificate for the domain and answers with a small page.
   boost::asio::awaitable<void> error_page(boost::asio::ip::tcp::socket socket, int status,
                                           std::string message);
   boost::asio::awaitable<void> housekeeping();
   boost::asio::awaitable<void> shutdown();
-  void on_visitor(boost::asio::ip::tcp::socket socket, std::uint16_t port, int attempt, lease held);
+  void on_visitor(boost::asio::ip::tcp::socket socket, std::uint16_t port, int attempt,
+                  admitted conn);
 
   relay_config config_;
   relay_state state_;

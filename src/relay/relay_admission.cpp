@@ -1,16 +1,17 @@
 // The relay's front door: per-source admission at accept, TCP keepalive, and the counters of
 // what was accepted, refused and rejected, served on the metrics listener.
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <boost/asio/post.hpp>
 #include <filesystem>
 
 #include "core/acceptor.hpp"
 #include "core/address.hpp"
 #include "core/metrics_server.hpp"
 #include "core/spawn.hpp"
+#include "relay/port_registry.hpp"
+#include "relay/public_port.hpp"
 #include "relay/relay.hpp"
 
 namespace burrow::relay {
@@ -34,18 +35,6 @@ const char* relay::listener_title(listener which) {
 }
 
 namespace {
-
-void keepalive(int fd, std::chrono::seconds idle) {
-  if (idle.count() == 0) return;
-  int on = 1;
-  int idle_s = static_cast<int>(idle.count());
-  int interval = std::max(1, idle_s / 6);
-  int probes = 6;
-  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
-}
 
 std::size_t open_descriptors() {
   std::error_code ec;
@@ -118,13 +107,12 @@ void relay::serve_metrics_listeners() {
                  "metrics listener");
 }
 
-std::optional<relay::lease> relay::admit(int fd, const tcp::endpoint& peer, listener which) {
+std::optional<relay::admitted> relay::admit(int fd, const tcp::endpoint& peer, listener which) {
   auto& c = counters_[static_cast<std::size_t>(which)];
   auto d = sources_.admit(peer.address());
   if (d.result == source_limits::verdict::admitted) {
     c.accepted->fetch_add(1, std::memory_order_relaxed);
-    keepalive(fd, tcp_keepalive_.load(std::memory_order_relaxed));
-    return std::move(d.held);
+    return admitted{std::move(d.held), peer};
   }
   bool open = d.result == source_limits::verdict::too_many_open;
   (open ? c.refused_open : c.refused_rate)->fetch_add(1, std::memory_order_relaxed);
@@ -155,6 +143,16 @@ void relay::rejected(listener which, std::string_view reason, const std::string&
               "{}: connection from {} rejected ({}){}{}{}", listener_title(which), who, reason,
               detail.empty() ? "" : ": ", detail,
               held_back ? fmt::format("; {} more rejections since the last line", held_back) : "");
+}
+
+void relay::keep_listeners_alive(std::chrono::seconds idle) {
+  // The relay's own listeners live on worker 0, and each public port on its executor: the
+  // options are set there, never on a descriptor a close on another thread may be reusing.
+  asio::post(workers_.at(0).get_executor(), [this, idle] {
+    for (auto* list : {&agent_acceptors_, &https_acceptors_, &http_acceptors_})
+      for (auto& a : *list) set_keepalive(*a, idle);
+  });
+  registry_->for_each_listener([idle](public_port& p) { p.set_keepalive(idle); });
 }
 
 void relay::accept_failed(listener which) {

@@ -14,6 +14,7 @@
 #include "link/stream.hpp"
 #include "proto/client_hello.hpp"
 #include "relay/relay.hpp"
+#include "relay/visitor_info.hpp"
 #include "tls/certs.hpp"
 
 namespace burrow::relay {
@@ -22,10 +23,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace {
-
-std::string endpoint_text(const tcp::endpoint& ep) {
-  return format_host_port(address_text(ep.address()), ep.port());
-}
 
 bool valid_service_name(const std::string& n) {
   if (n.empty() || n.size() > 63) return false;
@@ -54,11 +51,8 @@ asio::awaitable<boost::system::error_code> tls_accept(link::tls_stream& tls) {
 
 }  // namespace
 
-asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] lease held) {
-  boost::system::error_code ec;
-  auto peer = socket.remote_endpoint(ec);
-  std::string who = ec ? "unknown" : endpoint_text(peer);
-  socket.set_option(tcp::no_delay(true), ec);
+asio::awaitable<void> relay::link_session(tcp::socket socket, admitted conn) {
+  std::string who = peer_text(conn.peer);
   link::tls_stream tls(std::move(socket), tls_);
 
   auto handshake = co_await with_deadline(tls_accept(tls), handshake_timeout());
@@ -198,7 +192,8 @@ asio::awaitable<void> relay::link_session(tcp::socket socket, [[maybe_unused]] l
     h.on_control = [name](proto::control_message) {
       spdlog::warn("{}: control message from a visitor ignored", name);
     };
-    h.on_open = [this, raw, peer](std::shared_ptr<link::stream> s, proto::open_metadata meta) {
+    h.on_open = [this, raw, peer = conn.peer](std::shared_ptr<link::stream> s,
+                                              proto::open_metadata meta) {
       meta.visitor_address = address_text(peer.address());
       meta.visitor_port = peer.port();
       meta.relay_address.clear();

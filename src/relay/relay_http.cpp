@@ -56,14 +56,12 @@ asio::awaitable<void> answer_plain(tcp::socket& socket, std::string response) {
 
 }  // namespace
 
-asio::awaitable<void> relay::http_session(tcp::socket socket, lease held) {
-  boost::system::error_code ec;
-  socket.set_option(tcp::no_delay(true), ec);
+asio::awaitable<void> relay::http_session(tcp::socket socket, admitted conn) {
   std::string bytes;
   auto reading = read_first_head(socket, bytes);
   auto got = co_await with_deadline(std::move(reading), handshake_timeout());
   if (!got || (*got && *got != boost::beast::http::error::header_limit)) {
-    rejected(listener::http, got ? "closed_early" : "request_head_timeout", peer_text(socket),
+    rejected(listener::http, got ? "closed_early" : "request_head_timeout", peer_text(conn.peer),
              got ? "closed before a whole request head" : "no whole request head in time");
     co_return;
   }
@@ -72,7 +70,7 @@ asio::awaitable<void> relay::http_session(tcp::socket socket, lease held) {
   std::string name;
   std::string host;
   if (!head) {
-    rejected(listener::http, "bad_request", peer_text(socket), "not an HTTP/1.1 request");
+    rejected(listener::http, "bad_request", peer_text(conn.peer), "not an HTTP/1.1 request");
     response = http::page_response(400, "not an HTTP/1.1 request this relay can route");
   } else {
     std::string_view host_header = (*head)[boost::beast::http::field::host];
@@ -115,21 +113,20 @@ asio::awaitable<void> relay::http_session(tcp::socket socket, lease held) {
     co_return;
   }
   move_socket(std::move(socket), target->executor(),
-              [this, target, name, held, bytes = std::move(bytes)](tcp::socket moved) mutable {
+              [this, target, name, conn, bytes = std::move(bytes)](tcp::socket moved) mutable {
                 spawn_logged(
                     target->executor(),
-                    http_visitor(target, std::move(moved), name, std::move(bytes), 0, held),
+                    http_visitor(target, std::move(moved), name, std::move(bytes), 0, conn),
                     "http visitor");
               });
 }
 
 asio::awaitable<void> relay::http_visitor(std::shared_ptr<link::link> l, tcp::socket socket,
                                           std::string name, std::string head, int attempt,
-                                          lease held) {
+                                          admitted conn) {
   counted in_flight(active_streams_);
   boost::system::error_code ec;
-  auto local = socket.local_endpoint(ec);
-  auto meta = visitor_metadata(socket, name, ec ? 0 : local.port());
+  auto meta = visitor_metadata(socket, conn.peer, name);
   if (!meta) co_return;
   meta->scheme = "http";
   auto s = l->open_stream(*meta);
@@ -139,10 +136,10 @@ asio::awaitable<void> relay::http_visitor(std::shared_ptr<link::link> l, tcp::so
       auto next = std::move(route.link);
       move_socket(
           std::move(socket), next->executor(),
-          [this, next, name, attempt, held, head = std::move(head)](tcp::socket moved) mutable {
+          [this, next, name, attempt, conn, head = std::move(head)](tcp::socket moved) mutable {
             spawn_logged(
                 next->executor(),
-                http_visitor(next, std::move(moved), name, std::move(head), attempt + 1, held),
+                http_visitor(next, std::move(moved), name, std::move(head), attempt + 1, conn),
                 "http visitor");
           });
       co_return;

@@ -157,18 +157,16 @@ std::vector<tcp::endpoint> relay::http_endpoints() const {
   return out;
 }
 
-asio::awaitable<void> relay::https_session(tcp::socket socket, lease held) {
-  boost::system::error_code ec;
-  socket.set_option(tcp::no_delay(true), ec);
+asio::awaitable<void> relay::https_session(tcp::socket socket, admitted conn) {
   auto peeking = peek_client_hello(socket);
   auto got = co_await with_deadline(std::move(peeking), handshake_timeout());
   if (!got || got->eof) {  // silent or gone: nothing to answer
-    rejected(listener::https, got ? "closed_early" : "client_hello_timeout", peer_text(socket),
+    rejected(listener::https, got ? "closed_early" : "client_hello_timeout", peer_text(conn.peer),
              got ? "closed before a whole ClientHello" : "no whole ClientHello in time");
     co_return;
   }
   if (got->hello.status != proto::hello_parse::ok) {
-    rejected(listener::https, "not_client_hello", peer_text(socket), got->hello.reason);
+    rejected(listener::https, "not_client_hello", peer_text(conn.peer), got->hello.reason);
     co_return;
   }
   const std::string& sni = got->hello.server_name;
@@ -195,24 +193,23 @@ asio::awaitable<void> relay::https_session(tcp::socket socket, lease held) {
   auto l = std::move(route.link);
   if (route.mode == "inspect") {
     move_socket(std::move(socket), l->executor(),
-                [this, l, name, held, rules = route.rules](tcp::socket moved) {
+                [this, l, name, conn, rules = route.rules](tcp::socket moved) {
                   spawn_logged(l->executor(),
-                               inspect_visitor(l, std::move(moved), name, rules, held),
+                               inspect_visitor(l, std::move(moved), name, rules, conn),
                                "inspect visitor");
                 });
     co_return;
   }
-  move_socket(std::move(socket), l->executor(), [this, l, name, held](tcp::socket moved) {
-    spawn_logged(l->executor(), https_visitor(l, std::move(moved), name, 0, held), "https visitor");
+  move_socket(std::move(socket), l->executor(), [this, l, name, conn](tcp::socket moved) {
+    spawn_logged(l->executor(), https_visitor(l, std::move(moved), name, 0, conn), "https visitor");
   });
 }
 
 asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::socket socket,
-                                           std::string name, int attempt, lease held) {
+                                           std::string name, int attempt, admitted conn) {
   counted in_flight(active_streams_);
   boost::system::error_code ec;
-  auto local = socket.local_endpoint(ec);
-  auto meta = visitor_metadata(socket, name, ec ? 0 : local.port());
+  auto meta = visitor_metadata(socket, conn.peer, name);
   if (!meta) co_return;
   meta->sealed = true;  // the visitor's own TLS, to the agent (blind) or the service (passthrough)
   auto s = l->open_stream(*meta);
@@ -222,9 +219,9 @@ asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::s
     if (attempt < 3 && route.link && !stopping_) {
       auto next = std::move(route.link);
       move_socket(std::move(socket), next->executor(),
-                  [this, next, name, attempt, held](tcp::socket moved) {
+                  [this, next, name, attempt, conn](tcp::socket moved) {
                     spawn_logged(next->executor(),
-                                 https_visitor(next, std::move(moved), name, attempt + 1, held),
+                                 https_visitor(next, std::move(moved), name, attempt + 1, conn),
                                  "https visitor");
                   });
       co_return;
@@ -238,11 +235,10 @@ asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::s
 asio::awaitable<void> relay::inspect_visitor(std::shared_ptr<link::link> l, tcp::socket socket,
                                              std::string name,
                                              std::shared_ptr<const http::access_rules> rules,
-                                             [[maybe_unused]] lease held) {
+                                             [[maybe_unused]] admitted conn) {
   counted in_flight(active_streams_);
   boost::system::error_code ec;
-  auto local = socket.local_endpoint(ec);
-  auto meta = visitor_metadata(socket, name, ec ? 0 : local.port());
+  auto meta = visitor_metadata(socket, conn.peer, name);
   if (!meta) co_return;
   meta->scheme = "https";
   // Our TLS engine over the socket rather than asio's stream, which holds 68 KiB per visitor in

@@ -104,7 +104,8 @@ void relay::reload(const relay_config& c) {
   }
   tokens_.set_path(c.tokens_file);
   sources_.configure(c.source);  // open connections stay counted under the new limits
-  tcp_keepalive_ = c.tcp_keepalive;
+  if (c.tcp_keepalive != tcp_keepalive_.exchange(c.tcp_keepalive))
+    keep_listeners_alive(c.tcp_keepalive);
   const auto& was = loaded_;
   auto restart = [](const char* what) {
     spdlog::warn("configuration: {} changed; that needs a restart of the relay", what);

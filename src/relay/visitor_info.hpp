@@ -13,30 +13,27 @@
 
 namespace burrow::relay {
 
-// The visitor's and the relay's addresses (IPv4-mapped IPv6 written as IPv4); nullopt when the
-// socket is already gone.
+// The visitor's and the relay's addresses (IPv4-mapped IPv6 written as IPv4), the relay's port
+// being the one the visitor reached; nullopt when the socket is already gone. `peer` is the
+// address accept() returned.
 inline std::optional<proto::open_metadata> visitor_metadata(
-    const boost::asio::ip::tcp::socket& socket, std::string service, std::uint16_t relay_port) {
+    const boost::asio::ip::tcp::socket& socket, const boost::asio::ip::tcp::endpoint& peer,
+    std::string service) {
   boost::system::error_code ec;
-  auto remote = socket.remote_endpoint(ec);
-  if (ec) return std::nullopt;
   auto local = socket.local_endpoint(ec);
   if (ec) return std::nullopt;
   proto::open_metadata meta;
   meta.service = std::move(service);
-  meta.visitor_address = address_text(remote.address());
-  meta.visitor_port = remote.port();
+  meta.visitor_address = address_text(peer.address());
+  meta.visitor_port = peer.port();
   meta.relay_address = address_text(local.address());
-  meta.relay_port = relay_port;
+  meta.relay_port = local.port();
   return meta;
 }
 
-// The peer's address and port for log lines ("unknown" once the socket is gone).
-inline std::string peer_text(const boost::asio::ip::tcp::socket& socket) {
-  boost::system::error_code ec;
-  auto remote = socket.remote_endpoint(ec);
-  if (ec) return "unknown";
-  return format_host_port(address_text(remote.address()), remote.port());
+// The peer's address and port for log lines.
+inline std::string peer_text(const boost::asio::ip::tcp::endpoint& peer) {
+  return format_host_port(address_text(peer.address()), peer.port());
 }
 
 // Counts a session in flight for as long as it lives.

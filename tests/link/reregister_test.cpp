@@ -96,7 +96,7 @@ TEST(Reregister, AsyncConnectLeavesWriteInterestThatRegisteringAfreshRemoves) {
                                      "register_afresh may no longer be needed";
 
   boost::system::error_code ec;
-  register_afresh(c.client, ec);
+  register_afresh(c.client, tcp::v4(), ec);
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_TRUE(c.client.is_open());
   EXPECT_EQ(c.client.native_handle(), fd);
@@ -119,7 +119,7 @@ TEST(Reregister, AClosedSocketIsAnError) {
   asio::io_context io;
   tcp::socket s(io);
   boost::system::error_code ec;
-  register_afresh(s, ec);
+  register_afresh(s, tcp::v4(), ec);
   EXPECT_TRUE(ec);
 }
 

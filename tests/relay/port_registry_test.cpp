@@ -3,6 +3,9 @@
 #include "relay/port_registry.hpp"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -30,9 +33,12 @@ class registry_test : public ::testing::Test {
         [this](std::uint16_t port, std::string_view,
                std::string& error) -> std::shared_ptr<public_port> {
           try {
-            return std::make_shared<public_port>(ioc_.get_executor(),
-                                                 std::vector<std::string>{"127.0.0.1"}, port,
-                                                 [](asio::ip::tcp::socket, std::uint16_t) {});
+            return std::make_shared<public_port>(
+                ioc_.get_executor(), std::vector<std::string>{"127.0.0.1"}, port,
+                [this](asio::ip::tcp::socket s, const asio::ip::tcp::endpoint&, std::uint16_t) {
+                  accepted_.push_back(std::move(s));
+                },
+                0s);
           } catch (const std::exception& e) {
             error = e.what();
             return nullptr;
@@ -41,6 +47,7 @@ class registry_test : public ::testing::Test {
   }
   asio::io_context ioc_;
   asio::ssl::context ssl_{asio::ssl::context::tls};
+  std::vector<asio::ip::tcp::socket> accepted_;  // visitors of every port, as accepted
   owner_id alice{"token-a", "session-1"};
   owner_id alice_restarted{"token-a", "session-2"};
   owner_id bob{"token-b", "session-9"};
@@ -88,6 +95,42 @@ TEST_F(registry_test, ARestartedAgentWithTheSameTokenTakesItsPortBack) {
   ASSERT_TRUE(again.ok) << again.message;
   EXPECT_EQ(again.remote_port, first.remote_port);
   EXPECT_EQ(reg->pick(first.remote_port).link, new_link);
+}
+
+int int_option(int fd, int level, int name) {
+  int value = -1;
+  socklen_t size = sizeof value;
+  return ::getsockopt(fd, level, name, &value, &size) == 0 ? value : -1;
+}
+
+TEST_F(registry_test, KeepaliveReachesTheNextVisitorsOfEveryBoundPort) {
+  auto reg = make_registry({0, 0}, 30s);
+  auto l = make_link();
+  auto r = reg->claim(alice, {"db", "tcp", 0}, l);
+  ASSERT_TRUE(r.ok) << r.message;
+  auto gone = make_link();
+  ASSERT_TRUE(reg->claim(bob, {"x", "tcp", 0}, gone).ok);
+  reg->detach(gone.get());  // reserved in grace: no listener left to reach
+  std::vector<std::uint16_t> seen;
+  reg->for_each_listener([&](public_port& p) {
+    seen.push_back(p.port());
+    p.set_keepalive(25s);
+  });
+  EXPECT_EQ(seen, std::vector<std::uint16_t>{r.remote_port});
+  ioc_.poll();  // the port sets it on its own executor
+
+  asio::ip::tcp::socket visitor(ioc_);
+  visitor.connect({asio::ip::make_address("127.0.0.1"), r.remote_port});
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (accepted_.empty() && std::chrono::steady_clock::now() < deadline) ioc_.run_one_for(50ms);
+  ASSERT_EQ(accepted_.size(), 1u);
+  // What the listener was given, the accepted socket has, without a call of its own.
+  int fd = accepted_[0].native_handle();
+  EXPECT_EQ(int_option(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_KEEPIDLE), 25);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_KEEPINTVL), 4);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_KEEPCNT), 6);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_NODELAY), 1);
 }
 
 TEST_F(registry_test, GracePeriodKeepsThenReleasesThePort) {
