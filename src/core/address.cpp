@@ -87,18 +87,18 @@ std::optional<host_port> parse_host_port(std::string_view text,
   return out;
 }
 
-std::string address_text(const boost::asio::ip::address& a) {
+boost::asio::ip::address unmapped(const boost::asio::ip::address& a) {
   namespace ip = boost::asio::ip;
-  ip::address_v4 v4;
-  if (a.is_v4())
-    v4 = a.to_v4();
-  else if (a.to_v6().is_v4_mapped())
-    v4 = ip::make_address_v4(ip::v4_mapped, a.to_v6());
-  else
-    return a.to_string();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) return ip::make_address_v4(ip::v4_mapped, a.to_v6());
+  return a;
+}
+
+std::string address_text(const boost::asio::ip::address& a) {
+  auto u = unmapped(a);
+  if (!u.is_v4()) return a.to_string();
   char text[16];
   char* end = text;
-  for (auto byte : v4.to_bytes()) {
+  for (auto byte : u.to_v4().to_bytes()) {
     if (end != text) *end++ = '.';
     end = std::to_chars(end, text + sizeof text, byte).ptr;
   }

@@ -25,6 +25,10 @@ std::optional<host_port> parse_host_port(std::string_view text,
 // "host:port", with IPv6 literals in brackets: "[::1]:80"; an empty host gives ":80".
 std::string format_host_port(std::string_view host, std::uint16_t port);
 
+// `a`, or the IPv4 address inside it when it is IPv4-mapped IPv6 (::ffff:192.0.2.1): how a
+// dual-stack socket reports an IPv4 peer.
+boost::asio::ip::address unmapped(const boost::asio::ip::address& a);
+
 // An address as text, IPv4-mapped IPv6 written as IPv4: what Asio's to_string() gives, without
 // its snprintf for IPv4 (two of them were 8 % of the relay's work per new visitor).
 std::string address_text(const boost::asio::ip::address& a);

@@ -1,6 +1,7 @@
 // Visitor access rules: spec parsing, the per-request check, refusal responses.
 #include "http/access_rules.hpp"
 
+#include "core/address.hpp"
 #include "core/secret.hpp"
 #include "core/settings.hpp"
 
@@ -192,8 +193,7 @@ std::string realm_text(std::string_view realm) {
 // ---- cidr and specs ----
 
 bool cidr::contains(const ip::address& visitor) const {
-  ip::address a = visitor;
-  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = ip::make_address_v4(ip::v4_mapped, a.to_v6());
+  ip::address a = unmapped(visitor);
   if (a.is_v4() != network.is_v4()) return false;
   auto compare = [this](const auto& x, const auto& y) {
     unsigned bits = prefix;

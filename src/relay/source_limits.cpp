@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/address.hpp"
+
 namespace burrow::relay {
 
 source_limits::source_limits(source_limit_config config) {
@@ -32,10 +34,8 @@ std::size_t source_limits::key_hash::operator()(const key& k) const noexcept {
 
 source_limits::key source_limits::key_of(const boost::asio::ip::address& a) {
   key k{};
-  if (a.is_v4() || (a.is_v6() && a.to_v6().is_v4_mapped())) {
-    auto v4 = a.is_v4() ? a.to_v4()
-                        : boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
-    auto bytes = v4.to_bytes();
+  if (auto u = unmapped(a); u.is_v4()) {
+    auto bytes = u.to_v4().to_bytes();
     k[10] = 0xff;
     k[11] = 0xff;
     std::copy(bytes.begin(), bytes.end(), k.begin() + 12);

@@ -77,6 +77,15 @@ TEST(Address, WritesAddressesAsAsioDoesAndMappedOnesAsIpv4) {
   EXPECT_EQ(address_text(ip::address(scoped)), ip::address(scoped).to_string());
 }
 
+TEST(Address, UnmapsOnlyIpv4MappedAddresses) {
+  namespace ip = boost::asio::ip;
+  EXPECT_EQ(unmapped(ip::make_address("::ffff:192.0.2.128")), ip::make_address("192.0.2.128"));
+  EXPECT_TRUE(unmapped(ip::make_address("::ffff:10.0.0.1")).is_v4());
+  for (const char* kept : {"192.0.2.128", "::1", "::", "2001:db8::1", "::192.0.2.128",
+                           "64:ff9b::c000:280"})  // IPv4-compatible and NAT64 stay IPv6
+    EXPECT_EQ(unmapped(ip::make_address(kept)), ip::make_address(kept)) << kept;
+}
+
 TEST(Address, ParsesPortRanges) {
   auto any = parse_port_range("0");
   ASSERT_TRUE(any);
