@@ -112,7 +112,7 @@ void relay::bind() {
   if (agent_acceptors_.empty()) throw std::runtime_error("no agent listener could be bound");
   bind_https();
   bind_metrics();
-  keep_listeners_alive(tcp_keepalive_.load());
+  set_listeners_keepalive(tcp_keepalive_.load());  // no accept loop runs yet
 }
 
 std::vector<tcp::endpoint> relay::agent_endpoints() const {

@@ -76,9 +76,12 @@ class relay {
   // reset; the caller drops the socket.
   std::optional<admitted> admit(int fd, const boost::asio::ip::tcp::endpoint& peer, listener which);
   // TCP keepalive on every listener admit() serves (core/acceptor.hpp: the sockets they accept
-  // inherit it), so a visitor or agent that vanished without a FIN is reaped. At start, and again
-  // when a reload changes `tcp-keepalive`; connections open by then keep what they had.
-  void keep_listeners_alive(std::chrono::seconds idle);
+  // inherit it), so a visitor or agent that vanished without a FIN is reaped. Set on the agent,
+  // HTTPS and HTTP listeners as bind() makes them, on each public port as it is bound, and again
+  // on all of them, each on its own thread, when a reload changes `tcp-keepalive` (connections
+  // open by then keep what they had).
+  void set_listeners_keepalive(std::chrono::seconds idle);  // before the workers run, or on theirs
+  void keep_listeners_alive(std::chrono::seconds idle);     // from any thread
   // Counts a connection turned away after it was admitted (bad TLS, no hello, a deadline...).
   // Logged at most once a second, with how many were held back.
   void rejected(listener which, std::string_view reason, const std::string& who,

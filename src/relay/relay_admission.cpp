@@ -145,13 +145,15 @@ void relay::rejected(listener which, std::string_view reason, const std::string&
               held_back ? fmt::format("; {} more rejections since the last line", held_back) : "");
 }
 
+void relay::set_listeners_keepalive(std::chrono::seconds idle) {
+  for (auto* list : {&agent_acceptors_, &https_acceptors_, &http_acceptors_})
+    for (auto& a : *list) set_keepalive(*a, idle);
+}
+
 void relay::keep_listeners_alive(std::chrono::seconds idle) {
   // The relay's own listeners live on worker 0, and each public port on its executor: the
   // options are set there, never on a descriptor a close on another thread may be reusing.
-  asio::post(workers_.at(0).get_executor(), [this, idle] {
-    for (auto* list : {&agent_acceptors_, &https_acceptors_, &http_acceptors_})
-      for (auto& a : *list) set_keepalive(*a, idle);
-  });
+  asio::post(workers_.at(0).get_executor(), [this, idle] { set_listeners_keepalive(idle); });
   registry_->for_each_listener([idle](public_port& p) { p.set_keepalive(idle); });
 }
 
