@@ -30,7 +30,7 @@ struct options {
   unsigned workers = 2;
   int fd_slack = 8;
   double rss_slack_percent = 15;
-  double rss_slack_mib = 4;
+  double rss_slack_mib = 6;
   double min_success = 0.98;  // of transfers outside fault windows
   bool break_checker = false;
   bool keep = false;
