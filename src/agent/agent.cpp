@@ -26,6 +26,7 @@
 #include "core/deadline.hpp"
 #include "core/drained.hpp"
 #include "core/duration.hpp"
+#include "core/heap.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
 #include "e2ee/contexts.hpp"
@@ -134,6 +135,7 @@ int agent::run() {
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();
   for (auto& st : services_) st.last_request->store(now);
   if (http) spawn_logged(workers_.at(0).get_executor(), share_url_upkeep(), "share URL upkeep");
+  spawn_logged(workers_.at(0).get_executor(), trim_heap_periodically(stopping_), "heap trim");
   workers_.run([this] { spawn_logged(workers_.at(0).get_executor(), shutdown(), "shutdown"); });
   return exit_code_;
 }

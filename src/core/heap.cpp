@@ -1,6 +1,13 @@
 // Giving freed heap memory back to the system.
 #include "core/heap.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -36,6 +43,23 @@ std::optional<std::size_t> heap_trimmer::tick(clock::time_point now) {
   if (usage.free < min_free) return std::nullopt;
   heap_release();
   return usage.free;
+}
+
+boost::asio::awaitable<void> trim_heap_periodically(const std::atomic<bool>& stopping) {
+  namespace asio = boost::asio;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  heap_trimmer heap;
+  while (!stopping) {
+    timer.expires_after(std::chrono::seconds(1));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    const auto now = heap_trimmer::clock::now();
+    if (const auto released = heap.tick(now))
+      spdlog::debug(
+          "returned the free pages of {:.1f} MiB of free heap to the system in {} us",
+          static_cast<double>(*released) / (1 << 20),
+          std::chrono::duration_cast<std::chrono::microseconds>(heap_trimmer::clock::now() - now)
+              .count());
+  }
 }
 
 }  // namespace burrow

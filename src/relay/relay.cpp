@@ -132,6 +132,7 @@ int relay::run() {
     spawn_logged(ex, accept_loop(*a, listener::http, &relay::http_session), "HTTP listener");
   serve_metrics_listeners();
   spawn_logged(ex, housekeeping(), "housekeeping");
+  spawn_logged(ex, trim_heap_periodically(stopping_), "heap trim");
   wait_hangup();
   workers_.run([this, ex] { spawn_logged(ex, shutdown(), "shutdown"); });
   return 0;
@@ -286,20 +287,12 @@ asio::awaitable<void> relay::visitor_session(std::shared_ptr<link::link> l, tcp:
 
 asio::awaitable<void> relay::housekeeping() {
   asio::steady_timer timer(co_await asio::this_coro::executor);
-  heap_trimmer heap;
   while (!stopping_) {
     timer.expires_after(std::chrono::seconds(1));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     registry_->expire(std::chrono::steady_clock::now());
     names_.expire(std::chrono::steady_clock::now());
     sources_.sweep();
-    const auto now = std::chrono::steady_clock::now();
-    if (const auto released = heap.tick(now))
-      spdlog::debug("returned the free pages of {:.1f} MiB of free heap to the system in {} us",
-                    static_cast<double>(*released) / (1 << 20),
-                    std::chrono::duration_cast<std::chrono::microseconds>(
-                        std::chrono::steady_clock::now() - now)
-                        .count());
     reload_tokens(false);
     std::lock_guard lock(links_mutex_);
     std::erase_if(links_, [](auto& w) { return w.expired(); });
