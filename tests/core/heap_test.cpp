@@ -2,12 +2,12 @@
 #include "core/heap.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <vector>
+
+#include "harness/memory.hpp"
 
 namespace burrow {
 namespace heap_test {
@@ -34,18 +34,8 @@ TEST(HeapTrimmer, NotDueReleasesNothing) {
   EXPECT_EQ(t.tick(t0 + 1s), std::nullopt);
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitizer_allocator = true;
-#else
-constexpr bool sanitizer_allocator = false;
-#endif
-
-std::size_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::size_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-}
+using test::resident_bytes;
+using test::sanitizer_allocator;
 
 // 32 MiB in 2 KiB blocks, one in 64 kept: the rest is free but pinned between blocks in use, which
 // free() cannot give back. The kept blocks are freed at the end, as a burst's last connection
