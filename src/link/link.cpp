@@ -28,6 +28,7 @@ constexpr std::size_t tls_write_batch = 256 * 1024;
 constexpr std::size_t min_read_size = 16 * 1024;
 constexpr std::size_t max_read_size = 256 * 1024;
 constexpr int small_reads_to_shrink = 16;
+constexpr auto quiet_to_shrink = std::chrono::seconds(1);
 // What an idle link's buffers keep after a burst.
 constexpr std::size_t idle_buffer_keep = 32 * 1024;
 constexpr std::size_t every_record = std::numeric_limits<std::size_t>::max();
@@ -92,7 +93,8 @@ asio::awaitable<std::string> link::run(handlers h) {
 
 asio::awaitable<void> link::reader() {
   // Reads are large once one comes back large (bulk: many records per system call), and small
-  // again, with the memory given back, after a run of small ones (requests, or a quiet link).
+  // again, with the memory given back, after a run of small ones (requests) or a small one after
+  // a quiet second.
   // A single small read in a burst must not shrink them: reallocating costs more than it saves.
   std::size_t read_size = min_read_size;
   int small_reads = 0;
@@ -122,7 +124,11 @@ asio::awaitable<void> link::reader() {
       hold_writes_ = false;
       first_read_event_.notify();
     }
-    last_received_ = std::chrono::steady_clock::now();
+    const auto now = std::chrono::steady_clock::now();
+    // A small read after a quiet second (the peer's ping on a link a burst has left) ends the
+    // burst at once, rather than after 16 pings.
+    const bool after_quiet = now - last_received_ >= quiet_to_shrink;
+    last_received_ = now;
     bool going_on;
     if (!tls_) {
       read_buffer_.commit(n);
@@ -136,12 +142,17 @@ asio::awaitable<void> link::reader() {
     if (n >= min_read_size) {
       read_size = max_read_size;
       small_reads = 0;
-    } else if (read_size > min_read_size && ++small_reads == small_reads_to_shrink) {
+    } else if (read_size > min_read_size &&
+               (++small_reads == small_reads_to_shrink || after_quiet)) {
       read_size = min_read_size;
       read_buffer_.trim(idle_buffer_keep);
       if (tls_) tls_->trim_read(idle_buffer_keep);
     }
   }
+}
+
+std::size_t link::read_buffer_capacity() const {
+  return read_buffer_.capacity() + (tls_ ? tls_->read_capacity() : 0);
 }
 
 void link::read_failed(boost::system::error_code ec) {

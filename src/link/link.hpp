@@ -103,6 +103,9 @@ class link : public std::enable_shared_from_this<link> {
   void set_rate_limiter(std::shared_ptr<rate_limiter> limiter) { limiter_ = std::move(limiter); }
   const std::shared_ptr<rate_limiter>& limiter() const { return limiter_; }
   std::chrono::steady_clock::time_point last_received() const { return last_received_; }
+  // Room the link's read buffers hold (frames, and with TLS the records before decryption):
+  // hundreds of KiB while bulk flows, 32 KiB or less again once reads are small.
+  std::size_t read_buffer_capacity() const;
 
   // Used by streams.
   bool write_blocked() const { return write_blocked_; }

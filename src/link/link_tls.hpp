@@ -57,6 +57,7 @@ class link_tls {
   // Gives back the read buffer's memory over `keep` bytes if it holds nothing; not while a read
   // into prepare_read()'s space is in flight.
   void trim_read(std::size_t keep) { io_.in.trim(keep); }
+  std::size_t read_capacity() const { return io_.in.capacity(); }
 
  private:
   // Opens own records among the first `limit` bytes received; `whole`: they must all be taken.

@@ -1,0 +1,83 @@
+// A link's read buffers grow for bulk and are given back after it: at once when the link has
+// been quiet for a second (the peer's next ping, after a burst), not only after 16 small reads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "e2ee/link_pair.hpp"
+#include "link/stream.hpp"
+
+namespace burrow::link {
+namespace read_buffers_test {  // named: the unity build puts test files side by side
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using namespace std::chrono_literals;
+
+struct result {
+  std::size_t received = 0;
+  std::size_t peak = 0;   // the far link's read buffers during the transfer
+  std::size_t after = 0;  // and when the wait below ended
+  std::chrono::milliseconds waited{};
+};
+
+constexpr std::size_t bulk = 8u << 20;
+constexpr std::size_t idle_keep = 32 * 1024;
+
+asio::awaitable<result> bulk_then_quiet(test::link_pair* pair) {
+  auto ends = co_await pair->open();
+  result r;
+  auto send = [](std::shared_ptr<stream> s) -> asio::awaitable<void> {
+    std::vector<std::uint8_t> data(bulk, 0x42);
+    error_code ec;
+    co_await s->write_all(data, ec);
+    s->shutdown_send();
+  };
+  asio::co_spawn(pair->executor(), send(ends.near), asio::detached);
+  std::vector<char> buf(64 * 1024);
+  for (;;) {
+    error_code ec;
+    const std::size_t n = co_await ends.far->read_some(asio::buffer(buf), ec);
+    r.peak = std::max(r.peak, pair->far().read_buffer_capacity());
+    if (ec) break;
+    r.received += n;
+  }
+  // Now only the links' pings and pongs (every 1.5 s each way) reach the far link.
+  asio::steady_timer timer(pair->executor());
+  const auto start = std::chrono::steady_clock::now();
+  while (pair->far().read_buffer_capacity() > idle_keep &&
+         std::chrono::steady_clock::now() - start < 6s) {
+    timer.expires_after(50ms);
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  r.waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  r.after = pair->far().read_buffer_capacity();
+  co_return r;
+}
+
+TEST(LinkReadBuffers, GoBackAfterAQuietSecond) {
+  asio::io_context ioc;
+  link_limits limits;
+  limits.ping_interval = 1500ms;
+  test::link_pair pair(ioc, limits);
+  auto r = test::run_with_links(ioc, pair, bulk_then_quiet(&pair), 20s);
+  ASSERT_TRUE(r.has_value()) << "timed out";
+  EXPECT_EQ(r->received, bulk);
+  EXPECT_GT(r->peak, 4 * idle_keep) << "bulk never made the reads large";
+  // Sixteen small reads would take the pings of about 12 s; the quiet second takes one.
+  EXPECT_LE(r->after, idle_keep) << "still " << r->after << " bytes after " << r->waited.count()
+                                 << " ms";
+}
+
+}  // namespace
+}  // namespace read_buffers_test
+}  // namespace burrow::link
