@@ -2,28 +2,38 @@
 # What a burst of new connections leaves in the relay's and the agent's resident memory: starts
 # nginx, a relay and an agent (`burrow tcp`) on loopback, prints both processes' VmRSS, runs wrk
 # with 1,000 connections and a new connection per request for 5 s, then prints VmRSS right after
-# the burst and again 12 s later (one period of the heap trim, src/core/heap.hpp, and more).
+# the burst and again 12 s later (one period of the heap trim, src/core/heap.hpp, and more), each
+# with its anonymous and file-backed parts.
 #
-#   bench/burst-memory.sh [--burrow PATH] [--connections N] [--seconds N]
+# --heaptrack DIR: relay and agent run under heaptrack (Debian package heaptrack), which makes
+# them larger and slower; after the last read both are killed with SIGKILL, so what heaptrack
+# calls leaked is what each still held then, and the script prints the allocation sites that held
+# the most (DIR/relay.zst and DIR/agent.zst stay, for heaptrack_print).
+#
+#   bench/burst-memory.sh [--burrow PATH] [--connections N] [--seconds N] [--heaptrack DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-burrow=build/release/burrow connections=1000 seconds=5
+burrow=build/release/burrow connections=1000 seconds=5 heaptrack_dir=
+usage="usage: bench/burst-memory.sh [--burrow PATH] [--connections N] [--seconds N] [--heaptrack DIR]"
 while [ $# -gt 0 ]; do
   case $1 in
     --burrow) burrow=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
-    *) echo "usage: bench/burst-memory.sh [--burrow PATH] [--connections N] [--seconds N]" >&2
-       exit 2 ;;
+    --heaptrack) heaptrack_dir=$2; shift 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
 done
-for tool in nginx wrk; do
+tools="nginx wrk"
+[ -n "$heaptrack_dir" ] && tools="$tools heaptrack heaptrack_print" && mkdir -p "$heaptrack_dir"
+for tool in $tools; do
   command -v $tool >/dev/null || { echo "needs $tool (bash scripts/setup.sh)" >&2; exit 2; }
 done
 ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 tmp=$(mktemp -d) pids=()
 cleanup() {
+  for pid in "${pids[@]}"; do pkill -P "$pid" 2>/dev/null || true; done
   kill "${pids[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -rf "$tmp"
@@ -50,17 +60,36 @@ events { worker_connections 4096; multi_accept on; }
 http { access_log off; server { listen 127.0.0.1:$target backlog=4096; root $tmp/www; } }
 CONF
 nginx -c "$tmp/nginx.conf" -p "$tmp" 2>/dev/null & pids+=($!)
-"$burrow" relay --state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 \
+# ROLE: the command prefix for that role's process: heaptrack with its output file, or nothing
+traced() { if [ -n "$heaptrack_dir" ]; then echo "heaptrack -o $heaptrack_dir/$1"; fi; }
+# PID: the burrow process itself (under heaptrack, the wrapper's child)
+burrow_pid() {
+  [ -z "$heaptrack_dir" ] && { echo "$1"; return; }
+  for _ in $(seq 100); do
+    child=$(pgrep -P "$1" -x burrow || true)
+    [ -n "$child" ] && { echo "$child"; return; }
+    sleep 0.1
+  done
+  echo "no burrow process under heaptrack $1" >&2
+  exit 1
+}
+$(traced relay) "$burrow" relay --state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 \
   --port-range 0 --https-listen "" --http-listen "" --source-connections 0 --source-rate 0 \
   >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
+relay_wrapper=$relay relay=$(burrow_pid "$relay")
 port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
 pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
-"$burrow" tcp "$target" --no-e2ee --relay "127.0.0.1:$port" \
+$(traced agent) "$burrow" tcp "$target" --no-e2ee --relay "127.0.0.1:$port" \
   --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" >"$tmp/agent.log" 2>&1 &
 agent=$!; pids+=($agent)
+agent_wrapper=$agent agent=$(burrow_pid "$agent")
 public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
 
-rss() { awk '/^VmRSS:/ { printf "%.1f MiB", $2 / 1024 }' "/proc/$1/status"; }
+rss() {  # VmRSS, and of it the anonymous (heap) and the file-backed (code) pages
+  awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 }
+       END { printf "%.1f MiB (anon %.1f, file %.1f)", r / 1024, a / 1024, f / 1024 }' \
+    "/proc/$1/status"
+}
 report() { echo "$1: relay $(rss $relay), agent $(rss $agent)"; }
 sleep 1
 report "before the burst"
@@ -69,3 +98,14 @@ wrk -t2 -c"$connections" -d"${seconds}s" -H "Connection: close" "http://127.0.0.
 report "right after it"
 sleep 12
 report "12 s later"
+[ -z "$heaptrack_dir" ] && exit 0
+
+kill -9 "$relay" "$agent"
+wait "$relay_wrapper" "$agent_wrapper" 2>/dev/null || true
+for role in relay agent; do
+  echo "== $role: the allocation sites that held the most when it was killed"
+  heaptrack_print -f "$heaptrack_dir/$role.zst" --print-leaks 1 --print-peaks 0 \
+    --print-allocators 0 --print-temporary 0 2>/dev/null |
+    sed -n '/MEMORY LEAKS/,$p' | grep -A1 -E 'leaked over [0-9]+ calls from$' | grep -v '^--' |
+    paste - - | cut -c1-160 | head -n 8 || true
+done

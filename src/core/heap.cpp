@@ -45,6 +45,12 @@ std::optional<std::size_t> heap_trimmer::tick(clock::time_point now) {
   return usage.free;
 }
 
+namespace {
+double mib(std::size_t bytes) {
+  return static_cast<double>(bytes) / (1 << 20);
+}
+}  // namespace
+
 boost::asio::awaitable<void> trim_heap_periodically(const std::atomic<bool>& stopping) {
   namespace asio = boost::asio;
   asio::steady_timer timer(co_await asio::this_coro::executor);
@@ -53,12 +59,15 @@ boost::asio::awaitable<void> trim_heap_periodically(const std::atomic<bool>& sto
     timer.expires_after(std::chrono::seconds(1));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     const auto now = heap_trimmer::clock::now();
-    if (const auto released = heap.tick(now))
+    if (const auto released = heap.tick(now)) {
+      const auto took =
+          std::chrono::duration_cast<std::chrono::microseconds>(heap_trimmer::clock::now() - now);
+      const heap_usage after = heap_now();
       spdlog::debug(
-          "returned the free pages of {:.1f} MiB of free heap to the system in {} us",
-          static_cast<double>(*released) / (1 << 20),
-          std::chrono::duration_cast<std::chrono::microseconds>(heap_trimmer::clock::now() - now)
-              .count());
+          "returned the free pages of {:.1f} MiB of free heap to the system in {} us; "
+          "{:.1f} MiB in use, {:.1f} MiB free in the heaps",
+          mib(*released), took.count(), mib(after.in_use), mib(after.free));
+    }
   }
 }
 
