@@ -31,8 +31,13 @@ void* slot_slab::allocate() {
     free_ = *static_cast<void**>(slot);
   } else {
     if (chunks_.empty() || carved_in_last_ == slots_per_chunk_) {
-      chunks_.reserve(chunks_.size() + 1);  // may throw before the chunk exists
-      chunks_.push_back(static_cast<std::byte*>(::operator new(slot_size_* slots_per_chunk_)));
+      auto* chunk = static_cast<std::byte*>(::operator new(slot_size_* slots_per_chunk_));
+      try {
+        chunks_.push_back(chunk);
+      } catch (...) {
+        ::operator delete(chunk);
+        throw;
+      }
       carved_in_last_ = 0;
     }
     slot = chunks_.back() + carved_in_last_++ * slot_size_;
