@@ -73,7 +73,8 @@ tcp::endpoint endpoint_or_unspecified(const std::string& address, std::uint16_t 
 agent::agent(agent_config config)
     : config_(std::move(config)),
       session_(hex(sha256(random_token())).substr(0, 32)),
-      tls_(tls::make_client_context({"burrow/1"})),
+      tls_(tls::make_client_context({"burrow/1"},
+                                    tls::trust_for_peer(config_.relay_pin, config_.relay_ca))),
       workers_(threads_for_links(config_.links)) {
   auto hp = parse_host_port(config_.relay, std::uint16_t{7835});
   relay_host_ = hp->host;

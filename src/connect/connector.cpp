@@ -36,7 +36,8 @@ connector::connector(connect_config config)
     : config_(std::move(config)),
       session_(hex(sha256(random_token())).substr(0, 32)),
       workers_(threads_for_links(config_.links)),
-      link_tls_(tls::make_client_context({"burrow/1"})),
+      link_tls_(tls::make_client_context({"burrow/1"},
+                                         tls::trust_for_peer(config_.relay_pin, config_.relay_ca))),
       e2ee_tls_(e2ee::make_client_context()),
       sessions_(config_.resume) {
   auto hp = parse_host_port(config_.relay, std::uint16_t{7835});

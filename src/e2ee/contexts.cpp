@@ -128,7 +128,9 @@ boost::asio::ssl::context make_server_context(const tls::key_pair& identity) {
 }
 
 boost::asio::ssl::context make_client_context() {
-  auto ctx = tls::make_client_context({std::string(alpn_own_records), std::string(alpn_protocol)});
+  // The agent's certificate is always verified by its pin (the fingerprint in the share link).
+  auto ctx = tls::make_client_context({std::string(alpn_own_records), std::string(alpn_protocol)},
+                                      tls::trust::pins_and_ca_files);
   SSL_CTX* native = ctx.native_handle();
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL);

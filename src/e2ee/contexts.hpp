@@ -28,9 +28,9 @@ inline constexpr std::string_view own_records_label = "EXPORTER-burrow-e2ee-reco
 // ticket per handshake; record buffers released while idle.
 boost::asio::ssl::context make_server_context(const tls::key_pair& identity);
 
-// TLS 1.3 only, offering ALPN burrow-e2ee/2 and /1; record buffers released while idle. Peers are
-// verified by default against the system store; callers choose the pin per connection with
-// tls::apply_peer_verification. Sessions reach a session_cache only through its prepare().
+// TLS 1.3 only, offering ALPN burrow-e2ee/2 and /1; record buffers released while idle. Peers
+// are verified by their pin, which callers set per connection with tls::apply_peer_verification;
+// the system store is not loaded. Sessions reach a session_cache only through its prepare().
 boost::asio::ssl::context make_client_context();
 
 // Sessions to resume, the newest per key. Thread-safe: connections on several threads share one.

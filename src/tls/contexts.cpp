@@ -265,7 +265,11 @@ boost::asio::ssl::context make_web_server_context(const key_pair& identity) {
   return ctx;
 }
 
-boost::asio::ssl::context make_client_context(const std::vector<std::string>& alpn) {
+trust trust_for_peer(const std::string& pin, const std::string& ca_file) {
+  return pin.empty() && ca_file.empty() ? trust::system_store : trust::pins_and_ca_files;
+}
+
+boost::asio::ssl::context make_client_context(const std::vector<std::string>& alpn, trust anchors) {
   boost::asio::ssl::context ctx(boost::asio::ssl::context::tls_client);
   SSL_CTX* native = ctx.native_handle();
   common_setup(native);
@@ -277,7 +281,7 @@ boost::asio::ssl::context make_client_context(const std::vector<std::string>& al
                                 static_cast<unsigned int>(wire.size())) != 0)
       throw_openssl_error("cannot set ALPN protocols");
   }
-  if (SSL_CTX_set_default_verify_paths(native) != 1)
+  if (anchors == trust::system_store && SSL_CTX_set_default_verify_paths(native) != 1)
     throw_openssl_error("cannot load default verify paths");
   SSL_CTX_set_verify(native, SSL_VERIFY_PEER, nullptr);
   return ctx;

@@ -30,9 +30,20 @@ boost::asio::ssl::context make_server_context(const key_pair& identity,
 // handshake (e2ee/secure_stream.hpp).
 boost::asio::ssl::context make_web_server_context(const key_pair& identity);
 
-// Client side: offers `alpn`, trusts the system store, verifies peers by default. Use
+// What a client context trusts for chain verification: the system store, read whole when the
+// context is made (Debian's bundle: about 140 certificates, 0.5 MiB of heap for as long as the
+// context lives), or nothing, for a context whose peers are all verified by a pin or against a
+// CA file of their own (apply_peer_verification): there chain verification without a CA file
+// fails.
+enum class trust { system_store, pins_and_ca_files };
+
+// The system store only for a peer verified by neither `pin` nor `ca_file`.
+trust trust_for_peer(const std::string& pin, const std::string& ca_file);
+
+// Client side: offers `alpn`, trusts `anchors`, verifies peers by default. Use
 // apply_peer_verification on each connection to choose pin or chain mode.
-boost::asio::ssl::context make_client_context(const std::vector<std::string>& alpn);
+boost::asio::ssl::context make_client_context(const std::vector<std::string>& alpn,
+                                              trust anchors = trust::system_store);
 
 struct peer_verification {
   std::string pin;      // canonical "sha256:..." from normalize_fingerprint; empty = verify chain

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -184,6 +185,32 @@ TEST_F(TlsHandshake, ChainModeWithoutTrustedCaFails) {
   ASSERT_TRUE(r.client_ec && r.server_ec) << "handshake did not finish";
   EXPECT_TRUE(*r.client_ec);
   EXPECT_NE(r.outcome.chain_error, "");
+}
+
+// A context for peers verified by pin or CA file (the agent's and `burrow connect`'s link with
+// --relay-pin or --relay-ca, end to end always) verifies them as one with the system store does.
+TEST_F(TlsHandshake, PinAndCaFileWorkWithoutTheSystemStore) {
+  auto client_ctx = make_client_context({"burrow/1"}, trust::pins_and_ca_files);
+  auto pinned_server = make_server_context(self_signed, {"burrow/1"});
+  auto fp = fingerprint_sha256(self_signed.cert_pem);
+  auto pinned = handshake(pinned_server, client_ctx, {fp, "", "localhost"});
+  ASSERT_TRUE(pinned.client_ec && pinned.server_ec) << "handshake did not finish";
+  EXPECT_FALSE(*pinned.client_ec) << pinned.client_ec->message();
+  auto wrong = handshake(pinned_server, client_ctx, {fingerprint_sha256(leaf.cert_pem), "", ""});
+  ASSERT_TRUE(wrong.client_ec) << "handshake did not finish";
+  EXPECT_TRUE(*wrong.client_ec);
+  EXPECT_TRUE(wrong.outcome.pin_mismatch);
+
+  auto chained_server = make_server_context(leaf, {"burrow/1"});
+  auto chained = handshake(chained_server, client_ctx, {"", ca_file, "localhost"});
+  ASSERT_TRUE(chained.client_ec) << "handshake did not finish";
+  EXPECT_FALSE(*chained.client_ec)
+      << chained.client_ec->message() << " " << chained.outcome.chain_error;
+  // With neither, nothing is trusted.
+  auto bare = handshake(chained_server, client_ctx, {"", "", "localhost"});
+  ASSERT_TRUE(bare.client_ec) << "handshake did not finish";
+  EXPECT_TRUE(*bare.client_ec);
+  EXPECT_NE(bare.outcome.chain_error, "");
 }
 
 TEST_F(TlsHandshake, AlpnMismatchFailsWithNoApplicationProtocol) {
@@ -406,6 +433,25 @@ TEST(TlsContexts, RejectsBadArguments) {
       std::runtime_error);
   EXPECT_THROW(make_client_context({""}), std::invalid_argument);
   EXPECT_EQ(peer_fingerprint(ssl.get()), "");
+}
+
+std::size_t trusted_certificates(asio::ssl::context& ctx) {
+  const auto* objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx.native_handle()));
+  return objects ? static_cast<std::size_t>(sk_X509_OBJECT_num(objects)) : 0;
+}
+
+TEST(TlsContexts, TheSystemStoreIsReadOnlyWhenAPeerNeedsIt) {
+  EXPECT_EQ(trust_for_peer("", ""), trust::system_store);
+  EXPECT_EQ(trust_for_peer("sha256:00", ""), trust::pins_and_ca_files);
+  EXPECT_EQ(trust_for_peer("", "/etc/relay-ca.pem"), trust::pins_and_ca_files);
+
+  auto without = make_client_context({"burrow/1"}, trust::pins_and_ca_files);
+  EXPECT_EQ(trusted_certificates(without), 0u);
+  std::error_code ec;
+  if (!fs::exists(X509_get_default_cert_file(), ec))
+    GTEST_SKIP() << "no system bundle at " << X509_get_default_cert_file();
+  auto with = make_client_context({"burrow/1"});
+  EXPECT_GT(trusted_certificates(with), 10u);
 }
 
 TEST(TlsContexts, ServerRejectsKeyThatDoesNotMatch) {
