@@ -80,7 +80,8 @@ def parse_args(argv=None):
                    help="CPU for nginx, iperf3 and wrk")
     p.add_argument("--no-pin", action="store_true", help="do not use taskset")
     p.add_argument("--settle", type=float, default=0.5,
-                   help="seconds to wait between workloads (default 0.5)")
+                   help="seconds to wait between workloads, before waiting for quiet CPUs "
+                        "(default 0.5)")
     # socat's own backlog of 5 overflows at 50 connections and costs it 1 s SYN retries, which
     # would flatter every tunnel compared with it; 1024 keeps the comparison fair.
     p.add_argument("--socat-backlog", type=int, default=1024,

@@ -14,6 +14,7 @@ from .modes import Mode
 from .scaling import render_scaling, summarize_scaling
 from .summary import summarize, summarize_vs
 from .sysinfo import loadavg
+from .workloads import QUIET_BUSY, QUIET_SAMPLE, QUIET_TIMEOUT
 
 
 
@@ -119,6 +120,16 @@ def render_table(ctx: Context, modes: list[str], columns: list[str], med: dict,
     return "\n".join(lines)
 
 
+def _longest_wait(rounds: list[dict]) -> str:
+    """The longest wait for quiet after a load, and which mode's column it followed."""
+    waits = [(raw.get("quiet_wait_s", 0.0), m, c) for r in rounds
+             for m, out in r["results"].items() for c, raw in out["columns"].items()]
+    if not waits:
+        return "no load ran"
+    s, m, c = max(waits)
+    return f"the longest wait {s:.1f} s, after {m}'s {c}"
+
+
 def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
                     modes: list[str], chart_md: str, scaling_md: str) -> str:
     a = ctx.args
@@ -145,6 +156,9 @@ def render_markdown(ctx: Context, meta: dict, table: str, rounds: list[dict],
         + ("" if ctx.procs.pin else " (pinning DISABLED)"),
         f"- RLIMIT_NOFILE for children: {meta['nofile']}; nginx multi_accept "
         f"{getattr(a, 'nginx_multi_accept', 'on')}",
+        f"- between workloads: {a.settle} s, then until every CPU was under "
+        f"{QUIET_BUSY:.0%} busy over {QUIET_SAMPLE} s and the mode's forked children had "
+        f"exited (at most {QUIET_TIMEOUT:.0f} s); {_longest_wait(rounds)}",
         f"- load average (1/5/15 min) at start: {meta['loadavg_start']}; "
         f"at end: {meta['loadavg_end']}",
         "",

@@ -12,8 +12,14 @@ from .common import HERE, LOOPBACK, READY_TIMEOUT, BenchError, log
 from .context import Context
 from .modes import Mode
 from .net import http_get_ok
-from .sysinfo import (PeakSampler, cpu_busy, cpu_ticks, proc_status_kib, tree_cpu_seconds,
-                      tree_pss_kib, tree_switches)
+from .sysinfo import (PeakSampler, all_stats, cpu_busy, cpu_ticks, proc_status_kib,
+                      tree_cpu_seconds, tree_pids, tree_pss_kib, tree_switches)
+
+# After a load, the next one waits until every CPU is under QUIET_BUSY busy over QUIET_SAMPLE s
+# and the mode's forked children are gone, for at most QUIET_TIMEOUT s (see wait_quiet).
+QUIET_BUSY = 0.10
+QUIET_SAMPLE = 0.2
+QUIET_TIMEOUT = 20.0
 
 _TIME_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
@@ -178,11 +184,41 @@ def step_failure(raw: dict | None) -> str | None:
     return None
 
 
+def tree_size(mode: Mode) -> int:
+    """How many processes the mode's trees hold now (socat's and sshd's children included)."""
+    roots = mode.cpu_pids()
+    return len(tree_pids(roots, all_stats())) if roots else 0
+
+
+def wait_quiet(ctx: Context, mode: Mode, c: str, procs_before: int) -> float:
+    """Waits, after a load, until what it left behind has finished, so that the next workload
+    (often another mode's) does not run beside it: the mode's process trees back to their size
+    before the load, and every CPU under QUIET_BUSY busy over QUIET_SAMPLE s. socat forks a
+    child per connection, which exits after its connection: at 1,000 connections, on a host
+    where a system call costs 1.1 us, they kept the tunnel CPU busy 2 to 3 s after wrk ended,
+    and the mode run next lost its first seconds to them. Waits at most QUIET_TIMEOUT s, with
+    a log line when it gives up; returns the seconds waited."""
+    t0 = time.monotonic()
+    time.sleep(ctx.args.settle)
+    while time.monotonic() - t0 < QUIET_TIMEOUT:
+        before = cpu_ticks()
+        time.sleep(QUIET_SAMPLE)
+        after = cpu_ticks()
+        if tree_size(mode) > procs_before:
+            continue
+        busy = [cpu_busy(before, after, cpu) for cpu in after]
+        if all(b is None or b[0] < QUIET_BUSY for b in busy):
+            return time.monotonic() - t0
+    log(f"  {mode.name} {c}: not quiet {QUIET_TIMEOUT:.0f} s after the load; going on")
+    return time.monotonic() - t0
+
+
 def run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> dict | None:
     """One iperf3 or wrk column through the mode, with its tunnel CPU and the largest RSS of
     the relay (or listener) and of the first agent while it ran.  Returns the raw result (None
     if it failed)."""
     col = COLUMNS[c]
+    procs0 = tree_size(mode)
     cpu0 = tree_cpu_seconds(mode.cpu_pids())
     switches0 = tree_switches(mode.cpu_pids())
     t1 = time.monotonic()
@@ -195,9 +231,10 @@ def run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> d
     except BenchError as e:
         log(f"  {mode.name} {c}: FAILED: {e}")
         out["errors"].append(f"{c}: {e}")
-        time.sleep(ctx.args.settle)
+        wait_quiet(ctx, mode, c, procs0)
         return None
-    time.sleep(ctx.args.settle)  # let short-lived children exit and be reaped
+    # The mode's CPU counts its children's exits: after the wait, so they are all in.
+    quiet_s = wait_quiet(ctx, mode, c, procs0)
     if mode.tunnel:
         raw["tunnel_cpu_s"] = tree_cpu_seconds(mode.cpu_pids()) - cpu0
         raw["tunnel_switches"] = tree_switches(mode.cpu_pids()) - switches0
@@ -206,6 +243,7 @@ def run_load_column(ctx: Context, mode: Mode, c: str, port: int, out: dict) -> d
         if agent_peak.peak_kib is not None:
             raw["agent_rss_max_mib"] = agent_peak.peak_kib / 1024
     raw["wall_s"] = round(time.monotonic() - t1, 3)
+    raw["quiet_wait_s"] = round(quiet_s, 3)
     if not ctx.args.no_pin:
         _record_cpu_shares(ctx, c, ticks0, ticks1, raw, out["metrics"])
     out["columns"][c] = raw
