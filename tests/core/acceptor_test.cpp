@@ -12,6 +12,8 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 
+#include "harness/net.hpp"
+
 namespace burrow {
 namespace acceptor_test {
 namespace {
@@ -20,12 +22,8 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace std::chrono_literals;
 
-int int_option(const tcp::socket& s, int level, int name) {
-  int value = -1;
-  socklen_t size = sizeof value;
-  return ::getsockopt(const_cast<tcp::socket&>(s).native_handle(), level, name, &value, &size) == 0
-             ? value
-             : -1;
+int int_option(tcp::socket& s, int level, int name) {
+  return test::socket_int_option(s.native_handle(), level, name);
 }
 
 struct listening {

@@ -308,6 +308,12 @@ std::optional<std::string> read_exact(int fd, std::size_t n, std::chrono::millis
   return read_some(fd, n, n, true, clock::now() + deadline);
 }
 
+int socket_int_option(int fd, int level, int name) {
+  int value = -1;
+  socklen_t size = sizeof value;
+  return ::getsockopt(fd, level, name, &value, &size) == 0 ? value : -1;
+}
+
 std::string deterministic_bytes(std::size_t n, std::uint64_t seed) {
   std::string out(n, '\0');
   std::uint64_t state = seed;

@@ -87,6 +87,9 @@ std::optional<std::string> read_until_eof(int fd, std::chrono::milliseconds dead
 // Exactly n bytes; nullopt on error, early EOF or at the deadline.
 std::optional<std::string> read_exact(int fd, std::size_t n, std::chrono::milliseconds deadline);
 
+// An int socket option (getsockopt), or -1 if the call fails.
+int socket_int_option(int fd, int level, int name);
+
 // Reproducible pseudo-random bytes (splitmix64) for payloads that must be checked end to end.
 std::string deterministic_bytes(std::size_t n, std::uint64_t seed);
 // Lowercase hex SHA-256.

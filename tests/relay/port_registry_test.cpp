@@ -97,12 +97,6 @@ TEST_F(registry_test, ARestartedAgentWithTheSameTokenTakesItsPortBack) {
   EXPECT_EQ(reg->pick(first.remote_port).link, new_link);
 }
 
-int int_option(int fd, int level, int name) {
-  int value = -1;
-  socklen_t size = sizeof value;
-  return ::getsockopt(fd, level, name, &value, &size) == 0 ? value : -1;
-}
-
 TEST_F(registry_test, KeepaliveReachesTheNextVisitorsOfEveryBoundPort) {
   auto reg = make_registry({0, 0}, 30s);
   auto l = make_link();
@@ -126,11 +120,11 @@ TEST_F(registry_test, KeepaliveReachesTheNextVisitorsOfEveryBoundPort) {
   ASSERT_EQ(accepted_.size(), 1u);
   // What the listener was given, the accepted socket has, without a call of its own.
   int fd = accepted_[0].native_handle();
-  EXPECT_EQ(int_option(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
-  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_KEEPIDLE), 25);
-  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_KEEPINTVL), 4);
-  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_KEEPCNT), 6);
-  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_NODELAY), 1);
+  EXPECT_EQ(test::socket_int_option(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+  EXPECT_EQ(test::socket_int_option(fd, IPPROTO_TCP, TCP_KEEPIDLE), 25);
+  EXPECT_EQ(test::socket_int_option(fd, IPPROTO_TCP, TCP_KEEPINTVL), 4);
+  EXPECT_EQ(test::socket_int_option(fd, IPPROTO_TCP, TCP_KEEPCNT), 6);
+  EXPECT_EQ(test::socket_int_option(fd, IPPROTO_TCP, TCP_NODELAY), 1);
 }
 
 TEST_F(registry_test, GracePeriodKeepsThenReleasesThePort) {
