@@ -5,22 +5,28 @@
 # the burst and again 12 s later (one period of the heap trim, src/core/heap.hpp, and more), each
 # with its anonymous and file-backed parts.
 #
+# --e2e: the agent serves end to end and `burrow connect --listen` is the burst's entry (each
+# visitor a TLS handshake with the agent), and its VmRSS is printed too.
+#
 # --heaptrack DIR: relay and agent run under heaptrack (Debian package heaptrack), which makes
 # them larger and slower; after the last read both are killed with SIGKILL, so what heaptrack
 # calls leaked is what each still held then, and the script prints the allocation sites that held
 # the most (DIR/relay.zst and DIR/agent.zst stay, for heaptrack_print).
 #
-#   bench/burst-memory.sh [--burrow PATH] [--connections N] [--seconds N] [--heaptrack DIR]
+#   bench/burst-memory.sh [--burrow PATH] [--connections N] [--seconds N] [--e2e]
+#                         [--heaptrack DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-burrow=build/release/burrow connections=1000 seconds=5 heaptrack_dir=
-usage="usage: bench/burst-memory.sh [--burrow PATH] [--connections N] [--seconds N] [--heaptrack DIR]"
+burrow=build/release/burrow connections=1000 seconds=5 heaptrack_dir= e2e=0
+usage="usage: bench/burst-memory.sh [--burrow PATH] [--connections N] [--seconds N] [--e2e]"
+usage="$usage [--heaptrack DIR]"
 while [ $# -gt 0 ]; do
   case $1 in
     --burrow) burrow=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --heaptrack) heaptrack_dir=$2; shift 2 ;;
+    --e2e) e2e=1; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
@@ -79,18 +85,36 @@ $(traced relay) "$burrow" relay --state-dir "$tmp/state" --listen 127.0.0.1:0 --
 relay_wrapper=$relay relay=$(burrow_pid "$relay")
 port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
 pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
-$(traced agent) "$burrow" tcp "$target" --no-e2ee --relay "127.0.0.1:$port" \
+serve=(--no-e2ee)
+[ "$e2e" = 1 ] && serve=(--state-dir "$tmp/agent")
+$(traced agent) "$burrow" tcp "$target" "${serve[@]}" --relay "127.0.0.1:$port" \
   --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" >"$tmp/agent.log" 2>&1 &
 agent=$!; pids+=($agent)
 agent_wrapper=$agent agent=$(burrow_pid "$agent")
-public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
+roles="relay agent" watched="$relay $agent" wrappers="$relay_wrapper $agent_wrapper"
+if [ "$e2e" = 1 ]; then
+  name=$(wait_for "$tmp/agent.log" 'reachable end to end as \K\S+')
+  cert=$(wait_for "$tmp/agent.log" 'reachable end to end as \S+ \(certificate \K[^)]+')
+  $(traced connect) "$burrow" connect "$name" --relay "127.0.0.1:$port" --relay-pin "$pin" \
+    --pin "$cert" --listen 127.0.0.1:0 >"$tmp/connect.log" 2>&1 & connect=$!; pids+=($connect)
+  connect_wrapper=$connect connect=$(burrow_pid "$connect")
+  public=$(wait_for "$tmp/connect.log" 'listening on 127\.0\.0\.1:\K\d+')
+  roles="$roles connect" watched="$watched $connect" wrappers="$wrappers $connect_wrapper"
+else
+  public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
+fi
 
 rss() {  # VmRSS, and of it the anonymous (heap) and the file-backed (code) pages
   awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 }
        END { printf "%.1f MiB (anon %.1f, file %.1f)", r / 1024, a / 1024, f / 1024 }' \
     "/proc/$1/status"
 }
-report() { echo "$1: relay $(rss $relay), agent $(rss $agent)"; }
+report() {
+  local line="$1:" role
+  set -- $watched
+  for role in $roles; do line="$line $role $(rss "$1"),"; shift; done
+  echo "${line%,}"
+}
 sleep 1
 report "before the burst"
 wrk -t2 -c"$connections" -d"${seconds}s" -H "Connection: close" "http://127.0.0.1:$public/1k.bin" |
@@ -100,9 +124,9 @@ sleep 12
 report "12 s later"
 [ -z "$heaptrack_dir" ] && exit 0
 
-kill -9 "$relay" "$agent"
-wait "$relay_wrapper" "$agent_wrapper" 2>/dev/null || true
-for role in relay agent; do
+kill -9 $watched
+wait $wrappers 2>/dev/null || true
+for role in $roles; do
   echo "== $role: the allocation sites that held the most when it was killed"
   heaptrack_print -f "$heaptrack_dir/$role.zst" --print-leaks 1 --print-peaks 0 \
     --print-allocators 0 --print-temporary 0 2>/dev/null |

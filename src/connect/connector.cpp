@@ -18,6 +18,7 @@
 #include "core/backoff.hpp"
 #include "core/deadline.hpp"
 #include "core/duration.hpp"
+#include "core/heap.hpp"
 #include "core/run_on.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
@@ -75,6 +76,8 @@ int connector::run() {
   log_link_plan(config_.links, workers_.size(), config_.relay);
   for (unsigned i = 0; i < config_.links; ++i) grow(false);
   auto ex = workers_.at(0).get_executor();
+  // A burst of visitors, each with its own TLS session, leaves its memory free in the heaps.
+  spawn_logged(ex, trim_heap_periodically(stopping_), "heap trim");
   if (config_.stdio) {
     spawn_logged(ex, stdio_session(), "stdio");
   } else {

@@ -56,8 +56,8 @@ class heap_trimmer {
 };
 
 // A heap_trimmer's tick every second until `stopping`, on the calling coroutine's executor; each
-// release is logged at debug level with what was free and how long it took. The relay and the
-// agent each run one.
+// release is logged at debug level with what was free and how long it took. The relay, the agent
+// and `burrow connect` each run one.
 boost::asio::awaitable<void> trim_heap_periodically(const std::atomic<bool>& stopping);
 
 }  // namespace burrow
