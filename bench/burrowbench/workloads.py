@@ -195,7 +195,7 @@ def wait_quiet(ctx: Context, mode: Mode, c: str, procs_before: int) -> float:
     (often another mode's) does not run beside it: the mode's process trees back to their size
     before the load, and every CPU under QUIET_BUSY busy over QUIET_SAMPLE s. socat forks a
     child per connection, which exits after its connection: at 1,000 connections, on a host
-    where a system call costs 1.1 us, they kept the tunnel CPU busy 2 to 3 s after wrk ended,
+    where a system call costs 1.1 us, they kept the tunnel CPU busy 3 to 5 s after wrk ended,
     and the mode run next lost its first seconds to them. Waits at most QUIET_TIMEOUT s, with
     a log line when it gives up; returns the seconds waited."""
     t0 = time.monotonic()
