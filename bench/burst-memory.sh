@@ -6,7 +6,8 @@
 # with its anonymous and file-backed parts.
 #
 # --e2e: the agent serves end to end and `burrow connect --listen` is the burst's entry (each
-# visitor a TLS handshake with the agent), and its VmRSS is printed too.
+# visitor a TLS handshake with the agent), and its VmRSS is printed too (with --heaptrack, it
+# runs under heaptrack as well: DIR/connect.zst).
 #
 # --heaptrack DIR: relay and agent run under heaptrack (Debian package heaptrack), which makes
 # them larger and slower; after the last read both are killed with SIGKILL, so what heaptrack
