@@ -48,6 +48,7 @@ link::link(tls_stream socket, link_role role, link_limits limits, std::string na
       next_local_id_(role == link_role::dialer ? 1 : 2),
       write_event_(executor_),
       writable_event_(executor_),
+      keeper_timer_(executor_),
       last_received_(std::chrono::steady_clock::now()) {}
 
 link::~link() = default;
@@ -363,18 +364,38 @@ std::size_t link::prepare_write(std::size_t pos, std::size_t& run, boost::system
 
 asio::awaitable<void> link::keeper() {
   using clock = std::chrono::steady_clock;
-  asio::steady_timer timer(executor_);
   const auto tick =
       std::min<std::chrono::milliseconds>(limits_.ping_interval, std::chrono::seconds(1));
-  auto next_ping = clock::now() + limits_.ping_interval;
+  const auto silence_limit = limits_.ping_interval + limits_.ping_timeout;
+  // A ping only when the peer has sent nothing for a while: its own pings (or any frame) show
+  // that it is there, and our pongs show it that we are. The acceptor waits a quarter of the
+  // ping timeout longer than the dialer, so that on an idle link the dialer's pings and their
+  // pongs are all there is: one exchange an interval, not one from each end.
+  const auto quiet_before_ping =
+      limits_.ping_interval +
+      (role_ == link_role::acceptor ? limits_.ping_timeout / 4 : std::chrono::milliseconds(0));
+  auto last_ping = clock::now();
   std::vector<std::shared_ptr<stream>> expired;
   for (;;) {
-    timer.expires_after(tick);
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (ec) co_return;
+    // With streams, their deadlines and quiet spells are looked at every tick. Without, nothing
+    // is due before the next ping or the end of the peer's allowed silence; a new stream or
+    // close() wakes the keeper sooner (wake_keeper). An idle link costs a wake-up a ping.
+    keeper_resting_ = streams_.empty();
+    if (keeper_resting_) {
+      auto wake =
+          std::min(std::max(last_received_ + quiet_before_ping, last_ping + limits_.ping_interval),
+                   last_received_ + silence_limit + std::chrono::milliseconds(1));
+      if (closing_) wake = std::min(wake, close_deadline_);
+      keeper_timer_.expires_at(wake);
+    } else {
+      keeper_timer_.expires_after(tick);
+    }
+    auto [ec] = co_await keeper_timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    keeper_resting_ = false;
+    if (ec && !std::exchange(keeper_woken_, false)) co_return;
     auto now = clock::now();
     if (closing_ && now >= close_deadline_) co_return;
-    if (now - last_received_ > limits_.ping_interval + limits_.ping_timeout) {
+    if (now - last_received_ > silence_limit) {
       close_reason_ =
           "peer silent for " +
           std::to_string(
@@ -382,13 +403,13 @@ asio::awaitable<void> link::keeper() {
           "s (no pong)";
       co_return;
     }
-    if (now >= next_ping) {
+    if (now - last_received_ >= quiet_before_ping && now - last_ping >= limits_.ping_interval) {
       std::uint8_t payload[8] = {};
       auto stamp = static_cast<std::uint64_t>(now.time_since_epoch().count());
       proto::write_u32(payload, static_cast<std::uint32_t>(stamp >> 32));
       proto::write_u32(payload + 4, static_cast<std::uint32_t>(stamp));
       append_frame(frame_type::ping, 0, 0, payload);
-      next_ping = now + limits_.ping_interval;
+      last_ping = now;
     }
     expired.clear();
     for (auto& [id, s] : streams_) {
@@ -531,6 +552,7 @@ bool link::on_open_frame(std::uint32_t id, std::span<const std::uint8_t> payload
   auto s = std::make_shared<stream>(shared_from_this(), id, limits_.initial_window);
   if (meta->sealed && sealed_frames()) s->mark_sealed();  // before the next frame is read
   streams_.emplace(id, s);
+  wake_keeper();
   ++counters_.streams_opened;
   handlers_.on_open(std::move(s), std::move(*meta));
   return true;
@@ -544,6 +566,7 @@ std::shared_ptr<stream> link::open_stream(const proto::open_metadata& meta) {
   next_local_id_ += 2;
   auto s = std::make_shared<stream>(shared_from_this(), id, limits_.initial_window);
   streams_.emplace(id, s);
+  wake_keeper();
   ++counters_.streams_opened;
   std::string m;
   if (meta.sealed && !sealed_frames()) {
@@ -604,6 +627,13 @@ void link::close(std::string reason) {
   going_away_ = true;
   close_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   write_event_.notify();  // the writer flushes what is queued, then the link ends
+  wake_keeper();          // ends the link at the deadline if the writer cannot
+}
+
+void link::wake_keeper() {
+  if (!keeper_resting_) return;
+  keeper_resting_ = false;
+  if (keeper_timer_.cancel() > 0) keeper_woken_ = true;
 }
 
 asio::awaitable<void> link::wait_writable() {

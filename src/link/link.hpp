@@ -129,6 +129,7 @@ class link : public std::enable_shared_from_this<link> {
   boost::asio::awaitable<void> reader();
   boost::asio::awaitable<void> writer();
   boost::asio::awaitable<void> keeper();  // pings, dead-peer detection, stream deadlines
+  void wake_keeper();  // a stream or a close deadline needs the resting keeper's ticks again
   // What the last read brought: frames in read_buffer_, or (sealed frames) the units in the
   // TLS input. False when the link must end (close_reason_ says why).
   bool take_frames();
@@ -215,6 +216,9 @@ class link : public std::enable_shared_from_this<link> {
   bool closing_ = false;
   bool aborted_ = false;  // the peer stopped reading: end now, without flushing
   std::chrono::steady_clock::time_point close_deadline_;
+  boost::asio::steady_timer keeper_timer_;
+  bool keeper_resting_ = false;  // the keeper sleeps to its next ping: the link has no stream
+  bool keeper_woken_ = false;    // wake_keeper() cancelled its wait; the link goes on
   bool going_away_ = false;
   bool peer_going_away_ = false;
   std::string close_reason_;
