@@ -56,7 +56,7 @@ boost::asio::awaitable<void> trim_heap_periodically(const std::atomic<bool>& sto
   asio::steady_timer timer(co_await asio::this_coro::executor);
   heap_trimmer heap;
   while (!stopping) {
-    timer.expires_after(std::chrono::seconds(1));
+    timer.expires_after(heap.period());  // the process's shutdown stops the io_context
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     const auto now = heap_trimmer::clock::now();
     if (const auto released = heap.tick(now)) {

@@ -43,6 +43,8 @@ class heap_trimmer {
 
   explicit heap_trimmer(clock::duration every = std::chrono::seconds(10)) : every_(every) {}
 
+  clock::duration period() const { return every_; }
+
   // Whether a period has passed since the last look (or this is the first); a true starts the
   // next period.
   bool due(clock::time_point now);
@@ -55,9 +57,9 @@ class heap_trimmer {
   std::optional<clock::time_point> last_;
 };
 
-// A heap_trimmer's tick every second until `stopping`, on the calling coroutine's executor; each
-// release is logged at debug level with what was free and how long it took. The relay, the agent
-// and `burrow connect` each run one.
+// A heap_trimmer's tick once a period (10 s) until `stopping`, on the calling coroutine's executor;
+// each release is logged at debug level with what was free and how long it took. The relay, the
+// agent and `burrow connect` each run one.
 boost::asio::awaitable<void> trim_heap_periodically(const std::atomic<bool>& stopping);
 
 }  // namespace burrow
