@@ -94,10 +94,9 @@ asio::awaitable<std::string> link::run(handlers h) {
 
 asio::awaitable<void> link::reader() {
   // Reads are large once one comes back large (bulk: many records per system call), and small
-  // again, with the memory given back, after a run of small ones (requests) or a small one after
-  // a quiet second.
+  // again, with the memory given back, after a run of small ones (requests), or a quiet second
+  // (here at the next read, or by the keeper while this waits for one).
   // A single small read in a burst must not shrink them: reallocating costs more than it saves.
-  std::size_t read_size = min_read_size;
   int small_reads = 0;
   auto& tcp = socket_.next_layer();
   // The socket was left empty by the last read: wait for epoll's edge before reading again
@@ -113,6 +112,8 @@ asio::awaitable<void> link::reader() {
         co_return;
       }
     }
+    // The keeper may have shrunk the buffers while this waited above; nothing else suspends.
+    const std::size_t read_size = large_reads_ ? max_read_size : min_read_size;
     auto* into = tls_ ? tls_->prepare_read(read_size) : read_buffer_.prepare(read_size);
     boost::system::error_code ec;
     std::size_t n = receive_some(tcp, asio::buffer(into, read_size), drained, ec);
@@ -141,15 +142,31 @@ asio::awaitable<void> link::reader() {
     }
     if (!going_on || aborted_) co_return;
     if (n >= min_read_size) {
-      read_size = max_read_size;
+      large_reads_ = true;
       small_reads = 0;
-    } else if (read_size > min_read_size &&
-               (++small_reads == small_reads_to_shrink || after_quiet)) {
-      read_size = min_read_size;
-      read_buffer_.trim(idle_buffer_keep);
-      if (tls_) tls_->trim_read(idle_buffer_keep);
+    } else if (large_reads_ && (++small_reads == small_reads_to_shrink || after_quiet)) {
+      shrink_read_buffers();
     }
   }
+}
+
+void link::shrink_read_buffers() {
+  large_reads_ = false;
+  read_buffer_.trim(idle_buffer_keep);  // keeps what it holds of a frame or record not yet whole
+  if (tls_) tls_->trim_read(idle_buffer_keep);
+}
+
+bool link::holds_burst_buffers() const {
+  return large_reads_ || write_buffer_.capacity() > idle_buffer_keep ||
+         writing_.capacity() > idle_buffer_keep || records_.capacity() > idle_buffer_keep;
+}
+
+void link::give_back_burst_buffers() {
+  if (large_reads_) shrink_read_buffers();
+  if (batch_active_) return;  // the write in flight points into writing_ and records_
+  writing_.trim(idle_buffer_keep);
+  records_.trim(idle_buffer_keep);
+  if (write_buffer_.empty()) write_buffer_.trim(idle_buffer_keep);
 }
 
 std::size_t link::read_buffer_capacity() const {
@@ -385,6 +402,8 @@ asio::awaitable<void> link::keeper() {
       auto wake =
           std::min(std::max(last_received_ + quiet_before_ping, last_ping + limits_.ping_interval),
                    last_received_ + silence_limit + std::chrono::milliseconds(1));
+      if (holds_burst_buffers())  // not sooner than a tick: a write in flight may hold them
+        wake = std::min(wake, std::max(last_received_ + quiet_to_shrink, clock::now() + tick));
       if (closing_) wake = std::min(wake, close_deadline_);
       keeper_timer_.expires_at(wake);
     } else {
@@ -403,6 +422,10 @@ asio::awaitable<void> link::keeper() {
           "s (no pong)";
       co_return;
     }
+    // A link a burst has left quiet gives its buffers back now, not at the next frame in or the
+    // next small write out (a ping or its pong, up to an interval away). The reader is waiting
+    // for the socket: it holds no pointer into them.
+    if (now - last_received_ >= quiet_to_shrink && holds_burst_buffers()) give_back_burst_buffers();
     if (now - last_received_ >= quiet_before_ping && now - last_ping >= limits_.ping_interval) {
       std::uint8_t payload[8] = {};
       auto stamp = static_cast<std::uint64_t>(now.time_since_epoch().count());

@@ -133,6 +133,10 @@ class link : public std::enable_shared_from_this<link> {
   // What the last read brought: frames in read_buffer_, or (sealed frames) the units in the
   // TLS input. False when the link must end (close_reason_ says why).
   bool take_frames();
+  void shrink_read_buffers();  // back to small reads and idle_buffer_keep
+  // Read or write buffers a burst grew, which the keeper gives back once the link is quiet.
+  bool holds_burst_buffers() const;
+  void give_back_burst_buffers();
   bool take_units();
   bool take_records(std::size_t size);  // decrypts `size` bytes of records (all: every_record)
   void read_failed(boost::system::error_code ec);
@@ -187,6 +191,7 @@ class link : public std::enable_shared_from_this<link> {
   std::uint32_t last_peer_id_ = 0;
 
   byte_buffer read_buffer_;
+  bool large_reads_ = false;  // reads of max_read_size: a burst is on, or has not been quiet yet
   byte_buffer write_buffer_;  // frames being queued
   byte_buffer writing_;       // frames being written
   std::size_t unsent_ = 0;    // bytes of writing_ not yet handed to the kernel

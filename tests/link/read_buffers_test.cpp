@@ -1,5 +1,5 @@
-// A link's read buffers grow for bulk and are given back after it: at once when the link has
-// been quiet for a second (the peer's next ping, after a burst), not only after 16 small reads.
+// A link's read buffers grow for bulk and are given back after it: once the link has been quiet
+// for a second (at the next frame, or by the keeper without one), not only after 16 small reads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -76,6 +76,20 @@ TEST(LinkReadBuffers, GoBackAfterAQuietSecond) {
   // Sixteen small reads would take the pings of about 12 s; the quiet second takes one.
   EXPECT_LE(r->after, idle_keep) << "still " << r->after << " bytes after " << r->waited.count()
                                  << " ms";
+}
+
+TEST(LinkReadBuffers, GoBackAfterAQuietSecondWithoutAFrame) {
+  asio::io_context ioc;
+  link_limits limits;
+  limits.ping_interval = 5s;  // no ping within the wait: the keeper must see the quiet second
+  test::link_pair pair(ioc, limits);
+  auto r = test::run_with_links(ioc, pair, bulk_then_quiet(&pair), 20s);
+  ASSERT_TRUE(r.has_value()) << "timed out";
+  EXPECT_EQ(r->received, bulk);
+  EXPECT_GT(r->peak, 4 * idle_keep) << "bulk never made the reads large";
+  EXPECT_LE(r->after, idle_keep) << "still " << r->after << " bytes";
+  // A quiet second and a tick of the keeper; the next frame (a ping) would be 5 s away.
+  EXPECT_LT(r->waited, 3000ms);
 }
 
 }  // namespace
