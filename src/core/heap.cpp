@@ -55,8 +55,12 @@ boost::asio::awaitable<void> trim_heap_periodically(const std::atomic<bool>& sto
   namespace asio = boost::asio;
   asio::steady_timer timer(co_await asio::this_coro::executor);
   heap_trimmer heap;
+  // The first look a second after the start (a restarted relay's agents all reconnect then),
+  // then once a period; the process's shutdown stops the io_context, so no wait delays an exit.
+  auto wait = std::chrono::duration_cast<heap_trimmer::clock::duration>(std::chrono::seconds(1));
   while (!stopping) {
-    timer.expires_after(heap.period());  // the process's shutdown stops the io_context
+    timer.expires_after(wait);
+    wait = heap.period();
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     const auto now = heap_trimmer::clock::now();
     if (const auto released = heap.tick(now)) {
