@@ -3,8 +3,8 @@
 # on loopback (with --e2e, an end-to-end agent and `burrow connect --listen` too), puts one
 # request through, waits --settle seconds, then counts over --seconds the context switches of
 # every thread of each process (/proc/PID/task/*/status: voluntary and not) and the time they
-# ran on a CPU (/proc/PID/task/*/schedstat, in ns), and prints both per second. Each wake-up of an idle process is at least one
-# switch in and out; on a laptop each costs the CPU a trip out of its sleep states.
+# ran on a CPU (/proc/PID/task/*/schedstat, in ns), and prints both per second. Each wake-up of
+# an idle process is at least one switch; on a laptop each takes the CPU out of its sleep states.
 #
 #   bench/idle-wakeups.sh [--burrow PATH] [--seconds N] [--settle N] [--e2e]
 set -euo pipefail
@@ -42,6 +42,6 @@ for role in $roles; do
   awk -v r="$role" -v s="$(( $(switches "$pid") - ${s0[$pid]} ))" \
       -v c="$(( $(cpu_ns "$pid") - ${c0[$pid]} ))" -v t="$seconds" \
       -v n="$(ls /proc/"$pid"/task | wc -l)" \
-      'BEGIN { printf "  %-8s %5.2f context switches a second (%d threads), on a CPU %.1f us a second\n",
-               r, s / t, n, c / 1000 / t }'
+      'BEGIN { printf "  %-8s %5.2f context switches a second (%d threads), ", r, s / t, n
+               printf "on a CPU %.1f us a second\n", c / 1000 / t }'
 done
