@@ -7,9 +7,7 @@
 # Sets: tmp (a scratch directory), target (nginx's port), public (where visitors connect),
 # roles ("relay agent" or "relay agent connect"), watched (their pids, in that order), wrappers
 # (the pids to wait for: heaptrack's when it runs), pids (everything to stop at exit).
-for tool in nginx; do
-  command -v $tool >/dev/null || { echo "needs $tool (bash scripts/setup.sh)" >&2; exit 2; }
-done
+command -v nginx >/dev/null || { echo "needs nginx (bash scripts/setup.sh)" >&2; exit 2; }
 ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 tmp=$(mktemp -d) pids=()

@@ -7,6 +7,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <chrono>
 #include <deque>
@@ -75,6 +78,12 @@ class link_pair {
   std::deque<std::shared_ptr<link::stream>> accepted_;
   link::event accepted_event_;
 };
+
+// Waits `d` on the calling coroutine's executor.
+inline boost::asio::awaitable<void> pause(std::chrono::milliseconds d) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
+  co_await timer.async_wait(boost::asio::use_awaitable);
+}
 
 namespace detail {
 template <class T>

@@ -2,9 +2,6 @@
 // keeper that rests until its next ping wakes for a new stream's deadlines.
 #include <gtest/gtest.h>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <cstdint>
 
 #include "e2ee/link_pair.hpp"
@@ -17,12 +14,6 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-asio::awaitable<void> sleep_for(test::link_pair* pair, std::chrono::milliseconds d) {
-  asio::steady_timer timer(pair->executor());
-  timer.expires_after(d);
-  co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-}
-
 std::uint64_t frames_sent(test::link_pair* pair) {
   return pair->near().counters().frames_out + pair->far().counters().frames_out;
 }
@@ -33,9 +24,9 @@ struct idle_result {
 };
 
 asio::awaitable<idle_result> idle_spell(test::link_pair* pair, std::chrono::milliseconds spell) {
-  co_await sleep_for(pair, 300ms);  // past the opening exchange
+  co_await test::pause(300ms);  // past the opening exchange
   const auto before = frames_sent(pair);
-  co_await sleep_for(pair, spell);
+  co_await test::pause(spell);
   co_return idle_result{frames_sent(pair) - before, pair->far_ended()};
 }
 
@@ -61,11 +52,11 @@ struct open_result {
 
 // The keeper rested for a second (its next ping 5 s away), then a stream opened and went quiet.
 asio::awaitable<open_result> quiet_stream_after_rest(test::link_pair* pair) {
-  co_await sleep_for(pair, 1000ms);
+  co_await test::pause(1000ms);
   auto ends = co_await pair->open();
   const auto opened = std::chrono::steady_clock::now();
   while (!ends.near->is_reset() && std::chrono::steady_clock::now() - opened < 6s)
-    co_await sleep_for(pair, 20ms);
+    co_await test::pause(20ms);
   co_return open_result{ends.near->is_reset(), ends.near->reset_status(),
                         std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::steady_clock::now() - opened)};

@@ -40,11 +40,6 @@ asio::awaitable<std::string> receive(std::shared_ptr<stream> s) {
   co_return out;
 }
 
-asio::awaitable<void> pause(std::chrono::milliseconds d) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, d);
-  co_await timer.async_wait(asio::use_awaitable);
-}
-
 struct mixed_result {
   bool near_sealed = false, far_sealed = false, plain_sealed = true;
   std::string sealed_up, plain_up, sealed_down;
@@ -69,7 +64,7 @@ asio::awaitable<mixed_result> mixed(test::link_pair* pair, const std::string* bi
   r.sealed_up = std::move(up_a);
   r.plain_up = std::move(up_b);
   r.sealed_down = std::move(down_a);
-  auto settle = pause(100ms);  // the last window frames
+  auto settle = test::pause(100ms);  // the last window frames
   co_await std::move(settle);
   r.near = pair->near().counters();
   r.far = pair->far().counters();
@@ -152,12 +147,12 @@ asio::awaitable<injected_result> inject(test::link_pair* pair, bool at_sealed,
   auto a = co_await std::move(opening_sealed);
   auto opening_plain = pair->open(false);
   auto b = co_await std::move(opening_plain);
-  auto settle = pause(100ms);
+  auto settle = test::pause(100ms);
   co_await std::move(settle);
   auto target = at_sealed ? a.near->id() : b.near->id();
   r.sent = pair->inject(garbage.empty() ? sealed_frame(target, "forged") : garbage);
   for (int i = 0; i < 50 && pair->far_ended().empty(); ++i) {
-    auto wait = pause(20ms);
+    auto wait = test::pause(20ms);
     co_await std::move(wait);
   }
   r.far_ended = pair->far_ended();
