@@ -237,7 +237,6 @@ asio::awaitable<void> relay::inspect_visitor(std::shared_ptr<link::link> l, tcp:
                                              std::shared_ptr<const http::access_rules> rules,
                                              [[maybe_unused]] admitted conn) {
   counted in_flight(active_streams_);
-  boost::system::error_code ec;
   auto meta = visitor_metadata(socket, conn.peer, name);
   if (!meta) co_return;
   meta->scheme = "https";
