@@ -10,19 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "acme/url.hpp"
+
 namespace burrow::acme {
-
-struct https_url {
-  std::string host;  // DNS name or IP address, IPv6 without brackets
-  std::uint16_t port = 443;
-  std::string target;  // path and query, at least "/"
-
-  std::string authority() const;  // for the Host header: "host[:port]", IPv6 in brackets
-};
-
-// "https://HOST[:PORT][/PATH]"; nullopt for any other scheme, userinfo, a fragment, an empty
-// host or a bad port.
-std::optional<https_url> parse_https_url(std::string_view url);
 
 inline constexpr std::size_t max_response_body = 1024 * 1024;
 
