@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/config_file.hpp"
+#include "fuzz_check.hpp"
 #include "http/access_rules.hpp"
 #include "http/forward_head.hpp"
 
@@ -26,12 +27,7 @@ namespace bhttp = boost::beast::http;
 constexpr std::string_view basic_value = "Basic YWxpY2U6c2VjcmV0";  // alice:secret
 constexpr std::string_view bearer_token = "tok3n-tok3n";
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "access_rules_fuzz: %s\n", what);
-    std::abort();
-  }
-}
+using burrow::fuzz::check;
 
 const access_rules& fixed_rules() {
   static const access_rules rules = [] {

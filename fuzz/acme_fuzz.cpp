@@ -10,17 +10,13 @@
 
 #include "acme/https.hpp"
 #include "acme/messages.hpp"
+#include "fuzz_check.hpp"
 
 namespace {
 
 using namespace burrow::acme;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "acme_fuzz: %s\n", what);
-    std::abort();
-  }
-}
+using burrow::fuzz::check;
 
 bool printable_text(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= 0x20 && c < 0x7f; });

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "fuzz_check.hpp"
 #include "proto/client_hello.hpp"
 
 namespace {
@@ -14,12 +15,7 @@ using namespace burrow::proto;
 // Small, so that the fuzzer reaches the bound as well as everything under it.
 constexpr std::size_t max_hello = 4096;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "client_hello_fuzz: %s\n", what);
-    std::abort();
-  }
-}
+using burrow::fuzz::check;
 
 bool same(const client_hello_result& a, const client_hello_result& b) {
   return a.status == b.status && a.error == b.error && a.consumed == b.consumed &&

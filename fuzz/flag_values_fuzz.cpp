@@ -8,17 +8,13 @@
 
 #include "core/address.hpp"
 #include "core/duration.hpp"
+#include "fuzz_check.hpp"
 
 namespace {
 
 using namespace burrow;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "flag_values_fuzz: %s\n", what);
-    std::abort();
-  }
-}
+using burrow::fuzz::check;
 
 void check_duration(std::string_view text) {
   auto d = parse_duration(text);

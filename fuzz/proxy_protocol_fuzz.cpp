@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fuzz_check.hpp"
 #include "proto/proxy_protocol.hpp"
 
 namespace {
@@ -13,12 +14,7 @@ namespace ip = boost::asio::ip;
 
 constexpr std::size_t max_header = proxy_v2_header_length + proxy_v2_max_payload;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "proxy_protocol_fuzz: %s\n", what);
-    std::abort();
-  }
-}
+using burrow::fuzz::check;
 
 std::span<const std::uint8_t> bytes(const std::string& s) {
   return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};

@@ -6,18 +6,14 @@
 #include <cstring>
 #include <vector>
 
+#include "fuzz_check.hpp"
 #include "link/record_protection.hpp"
 
 namespace {
 
 using namespace burrow::link;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "record_open_fuzz: %s\n", what);
-    std::abort();
-  }
-}
+using burrow::fuzz::check;
 
 bool keys(std::string_view context, std::span<std::uint8_t> out) {
   for (std::size_t i = 0; i < out.size(); ++i)

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "fuzz_check.hpp"
 #include "proto/wire_unit.hpp"
 
 namespace {
@@ -11,12 +12,7 @@ using namespace burrow::proto;
 
 constexpr std::size_t max_frame = 65536;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "wire_unit_fuzz: %s\n", what);
-    std::abort();
-  }
-}
+using burrow::fuzz::check;
 
 }  // namespace
 
