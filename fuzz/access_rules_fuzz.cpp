@@ -8,8 +8,6 @@
 //        an agent sends an inspect-mode relay. What parses must come back the same through
 //        to_spec() and from_spec(), and a network must contain its own address.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 

@@ -3,8 +3,6 @@
 // must never crash; a URL that parses must come back the same from its own parts, and text from
 // a problem document, which is logged, must be printable and bounded.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 

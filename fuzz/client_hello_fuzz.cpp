@@ -1,8 +1,6 @@
 // libFuzzer target: parse_client_hello on arbitrary bytes, fed whole and as a growing prefix cut
 // at pseudo-random points the way reads arrive, which must agree; an accepted hello re-split
 // into other record sizes must give the same answer.
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "fuzz_check.hpp"

@@ -1,11 +1,12 @@
 // libFuzzer target: control messages and open metadata as a peer could send them. Decoding must
 // never crash, and whatever decodes must encode and decode again to the same message.
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
+#include "fuzz_check.hpp"
 #include "proto/control.hpp"
 #include "proto/frame.hpp"
+
+using burrow::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -16,19 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto encoded = burrow::proto::encode_control(*decoded.message);
     if (encoded.size() > burrow::proto::max_control_payload) return 0;
     auto again = burrow::proto::decode_control(encoded);
-    if (!again.message || again.message->index() != decoded.message->index()) {
-      std::fprintf(stderr, "control_fuzz: round trip changed the message\n");
-      std::abort();
-    }
-  } else if (decoded.error.empty()) {
-    std::fprintf(stderr, "control_fuzz: refusal without a reason\n");
-    std::abort();
+    check(again.message && again.message->index() == decoded.message->index(),
+          "round trip changed the message");
+  } else {
+    check(!decoded.error.empty(), "refusal without a reason");
   }
-  if (auto open = burrow::proto::decode_open(text)) {
-    if (!burrow::proto::decode_open(burrow::proto::encode_open(*open))) {
-      std::fprintf(stderr, "control_fuzz: open metadata round trip failed\n");
-      std::abort();
-    }
-  }
+  if (auto open = burrow::proto::decode_open(text))
+    check(burrow::proto::decode_open(burrow::proto::encode_open(*open)).has_value(),
+          "open metadata round trip failed");
   return 0;
 }

@@ -1,8 +1,6 @@
 // libFuzzer target: the values flags and configuration files give as text: durations ("1h30m"),
 // addresses ("[::1]:80", ":8080") and port ranges ("20000-29999"). Parsing must never crash, and
 // what parses must read back the same from the form the program writes it in.
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 

@@ -1,7 +1,5 @@
 // libFuzzer target: decodes the input as a stream of link frames, the way a link's reader does,
 // and checks that every frame accounts for its bytes and the decoder always makes progress.
-#include <cstdio>
-#include <cstdlib>
 
 #include "fuzz_check.hpp"
 #include "proto/frame.hpp"

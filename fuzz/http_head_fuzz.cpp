@@ -2,16 +2,17 @@
 // Parsing must never crash; a head that parses must come out stamped with exactly one of each
 // X-Forwarded-* header, stamping the output again must change nothing, and the head passed on as
 // it came must say what the full parse writes out again (the same request line and fields).
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "fuzz_check.hpp"
 #include "http/forward_head.hpp"
 
 namespace {
+
+using burrow::fuzz::check;
 
 std::size_t count(std::string_view text, std::string_view needle) {
   std::size_t n = 0;
@@ -38,22 +39,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const burrow::http::forwarded_for f{"198.51.100.1", "https", "web.burrow.localhost"};
   auto out = burrow::http::rewrite_request_head(text, f);
   auto full = burrow::http::rewrite_request_head_fully(text, f);
-  if (out.empty() != full.empty()) {
-    std::fprintf(stderr, "http_head_fuzz: one parse took the head and the other did not\n");
-    std::abort();
-  }
+  check(out.empty() == full.empty(), "one parse took the head and the other did not");
   if (out.empty()) return 0;
-  if (fields_of(out) != fields_of(full)) {
-    std::fprintf(stderr, "http_head_fuzz: the head as it came says something else\n");
-    std::abort();
-  }
-  if (count(out, "\r\nX-Forwarded-For: ") != 1 || count(out, "\r\nX-Forwarded-Proto: ") != 1) {
-    std::fprintf(stderr, "http_head_fuzz: forwarded headers not stamped exactly once\n");
-    std::abort();
-  }
-  if (burrow::http::rewrite_request_head(out, f) != out) {
-    std::fprintf(stderr, "http_head_fuzz: stamping is not stable\n");
-    std::abort();
-  }
+  check(fields_of(out) == fields_of(full), "the head as it came says something else");
+  check(count(out, "\r\nX-Forwarded-For: ") == 1 && count(out, "\r\nX-Forwarded-Proto: ") == 1,
+        "forwarded headers not stamped exactly once");
+  check(burrow::http::rewrite_request_head(out, f) == out, "stamping is not stable");
   return 0;
 }

@@ -1,7 +1,5 @@
 // libFuzzer target: parse_proxy_header on arbitrary bytes, plus a header round trip built from
 // the same bytes, checking the parser's length accounting and its incomplete/ok boundary.
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "fuzz_check.hpp"

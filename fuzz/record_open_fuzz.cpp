@@ -1,8 +1,6 @@
 // libFuzzer target: the link's own records. Opens the input as records from the wire (they must
 // fail cleanly, take only whole records and never deliver more than they took), then seals the
 // input as plaintext and checks that the other side opens exactly it.
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 

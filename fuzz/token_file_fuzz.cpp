@@ -1,10 +1,11 @@
 // libFuzzer target: the relay's tokens file. Parsing must never crash nor throw anything but
 // token_file_error, and whatever parses must write and parse again to the same tokens.
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
+#include "fuzz_check.hpp"
 #include "relay/token_file.hpp"
+
+using burrow::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -15,9 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   auto again = burrow::relay::parse_token_file(burrow::relay::format_token_file(parsed), "again");
-  if (!(again == parsed)) {
-    std::fprintf(stderr, "token_file_fuzz: round trip changed the tokens\n");
-    std::abort();
-  }
+  check(again == parsed, "round trip changed the tokens");
   return 0;
 }

@@ -1,7 +1,5 @@
 // libFuzzer target: splits the input into TLS record runs and sealed frames, the way a link with
 // sealed frames reads, and checks that each unit accounts for its bytes and progress is made.
-#include <cstdio>
-#include <cstdlib>
 
 #include "fuzz_check.hpp"
 #include "proto/wire_unit.hpp"
