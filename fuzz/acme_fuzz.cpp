@@ -6,8 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "acme/https.hpp"
+#include "acme/https.hpp"  // max_response_body
 #include "acme/messages.hpp"
+#include "acme/url.hpp"
 #include "fuzz_check.hpp"
 
 namespace {
