@@ -59,7 +59,8 @@ class heap_trimmer {
 
 // A heap_trimmer's tick a second after the start, then once a period (10 s) until `stopping`, on
 // the calling coroutine's executor; each release is logged at debug level with what was free and
-// how long it took. The relay, the agent and `burrow connect` each run one.
+// how long it took, each look that finds too little to return at trace level. The relay, the
+// agent and `burrow connect` each run one.
 boost::asio::awaitable<void> trim_heap_periodically(const std::atomic<bool>& stopping);
 
 }  // namespace burrow
