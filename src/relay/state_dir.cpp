@@ -62,6 +62,9 @@ san_set classify(const std::vector<std::string>& names) {
 // A server certificate is kept only if it still fits: signed by this CA, matching its key,
 // covering every wanted name and not close to expiry.
 bool server_usable(const tls::key_pair& server, const tls::key_pair& ca, const san_set& wanted) {
+  // A first start has none yet: said without an exception, whose unwinding would bring the
+  // unwind tables into memory for the rest of the relay's life.
+  if (server.cert_pem.empty() || server.key_pem.empty()) return false;
   try {
     if (!tls::signed_by(server.cert_pem, ca.cert_pem) || !tls::key_matches(server)) return false;
     if (tls::not_after(server.cert_pem) - std::chrono::system_clock::now() < reissue_margin)
