@@ -171,13 +171,8 @@ TEST_P(relay_threads_test, ForgetsEveryEndToEndVisitorWhoLeaves) {
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
     ::close(fd);
   }
-  double open = -1;
-  for (auto until = std::chrono::steady_clock::now() + 10s;
-       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(50ms)) {
-    open = metric_value(fetch_metrics(relay.metrics_port), "burrow_relay_streams");
-    if (open == 0) break;
-  }
-  EXPECT_EQ(open, 0) << "streams still open at the relay 10 s after the last visitor left";
+  EXPECT_EQ(wait_for_metric(relay.metrics_port, "burrow_relay_streams", 0, 10s), 0)
+      << "streams still open at the relay 10 s after the last visitor left";
   EXPECT_EQ(exchange(visitor.port, "still here"), "still here");
 }
 

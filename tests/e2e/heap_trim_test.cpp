@@ -35,13 +35,8 @@ TEST_F(tunnel_test, EveryProcessHandsABurstsFreeHeapBack) {
   // The relay only passes sealed frames along, and a burst may leave it under a mebibyte free.
   // Once it has let go of every stream, its next look either returns the pages or finds too few
   // to matter.
-  double open = -1;
-  for (auto until = std::chrono::steady_clock::now() + 10s;
-       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(50ms)) {
-    open = metric_value(fetch_metrics(relay.metrics_port), "burrow_relay_streams");
-    if (open == 0) break;
-  }
-  ASSERT_EQ(open, 0) << "streams still open at the relay 10 s after the burst";
+  ASSERT_EQ(wait_for_metric(relay.metrics_port, "burrow_relay_streams", 0, 10s), 0)
+      << "streams still open at the relay 10 s after the burst";
   const std::size_t relay_after_burst = relay.proc->line_count();
   const auto relay_look = relay.proc->wait_for_line_after(relay_after_burst, looked, 25s);
   EXPECT_TRUE(relay_look) << "the relay did not look at its heap after the burst";

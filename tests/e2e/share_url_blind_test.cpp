@@ -147,13 +147,8 @@ print("answered", done)
   ASSERT_TRUE(python);
   ASSERT_EQ(python->wait_exit(60s), 0) << python->output();
   EXPECT_NE(python->output().find("answered 40"), std::string::npos) << python->output();
-  double open = -1;
-  for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;
-       std::this_thread::sleep_for(50ms)) {
-    open = metric_value(fetch_metrics(relay.metrics_port), "burrow_relay_streams");
-    if (open == 0) break;
-  }
-  EXPECT_EQ(open, 0) << "visitor streams still open 5 s after the last visitor left";
+  EXPECT_EQ(wait_for_metric(relay.metrics_port, "burrow_relay_streams", 0, 5s), 0)
+      << "visitor streams still open 5 s after the last visitor left";
 }
 
 TEST_F(blind_test, TheCertificateIsRenewedBeforeItExpires) {

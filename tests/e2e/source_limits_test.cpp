@@ -120,10 +120,7 @@ TEST_F(tunnel_test, SighupAppliesNewSourceLimitsToTheRunningRelay) {
   EXPECT_EQ(flood(agent.public_port, "127.0.0.2", 10).refused, 0);
 
   // Wait until the relay has seen those close, so only the next flood counts.
-  for (auto until = std::chrono::steady_clock::now() + 5s;
-       std::chrono::steady_clock::now() < until &&
-       metric_value(fetch_metrics(relay.metrics_port), "burrow_relay_streams") != 0;)
-    std::this_thread::sleep_for(20ms);
+  wait_for_metric(relay.metrics_port, "burrow_relay_streams", 0, 5s);
   auto lines = relay.proc->line_count();
   { std::ofstream(config) << "source-connections = 4\nsource-rate = 0\n"; }
   relay.proc->signal(SIGHUP);

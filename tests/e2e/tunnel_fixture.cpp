@@ -48,6 +48,16 @@ double metric_value(const std::string& text, const std::string& series) {
   return -1;
 }
 
+double wait_for_metric(std::uint16_t port, const std::string& series, double want,
+                       std::chrono::milliseconds deadline) {
+  double value = -1;
+  for (auto until = std::chrono::steady_clock::now() + deadline;;) {
+    value = metric_value(fetch_metrics(port), series);
+    if (value == want || std::chrono::steady_clock::now() >= until) return value;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 void tunnel_test::SetUp() {
   // 1,000-connection tests need more descriptors than the usual soft limit; children inherit it.
   rlimit lim{};

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -31,6 +32,10 @@ struct relay_process {
 std::string fetch_metrics(std::uint16_t port);
 // The value of one series (`name{labels}` exactly as rendered), or -1 when it is absent.
 double metric_value(const std::string& text, const std::string& series);
+// Reads the series from the relay's metrics every 50 ms until it equals `want` or `deadline`
+// passes; returns the last value read (-1 when the series was absent or the fetch failed).
+double wait_for_metric(std::uint16_t port, const std::string& series, double want,
+                       std::chrono::milliseconds deadline);
 
 struct agent_process {
   std::unique_ptr<child_process> proc;
