@@ -6,8 +6,8 @@
 The functions the roles run must sit together at the start of the binary's text: each listed
 function the binary has must lie within the span their sizes add up to (plus a little for
 alignment), measured from the lowest of them. Fails when the link ignored the file (another
-linker, the option lost) and says so when most listed names are gone from the binary (the file
-is stale: rerun scripts/symbol-order.py).
+linker, the option lost), and when fewer than half of the listed names are left in the binary
+(the file is stale: rerun scripts/symbol-order.py).
 """
 import subprocess
 import sys

@@ -71,7 +71,7 @@ boost::asio::awaitable<void> trim_heap_periodically(const std::atomic<bool>& sto
           "returned the free pages of {:.1f} MiB of free heap to the system in {} us; "
           "{:.1f} MiB in use, {:.1f} MiB free in the heaps",
           mib(*released), took.count(), mib(after.in_use), mib(after.free));
-    } else {
+    } else if (spdlog::should_log(spdlog::level::trace)) {
       // A look that found too little to return: at trace level, as it comes every period.
       const heap_usage usage = heap_now();
       spdlog::trace(
