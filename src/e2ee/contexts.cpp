@@ -3,6 +3,8 @@
 // callback.
 #include "e2ee/contexts.hpp"
 
+#include "e2ee/session_keys.hpp"
+
 #include "tls/contexts.hpp"
 
 #include <openssl/tls1.h>
@@ -114,8 +116,9 @@ SSL_TICKET_RETURN keep_ticket_on_resumption(SSL*, SSL_SESSION*, const unsigned c
 }  // namespace
 
 boost::asio::ssl::context make_server_context(const tls::key_pair& identity) {
-  auto ctx = tls::make_server_context(identity,
-                                      {std::string(alpn_own_records), std::string(alpn_protocol)});
+  auto ctx = tls::make_server_context(
+      identity,
+      {std::string(alpn_own_records), std::string(alpn_protocol), std::string(alpn_session)});
   SSL_CTX* native = ctx.native_handle();
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_client_hello_cb(native, require_alpn, nullptr);
@@ -127,10 +130,12 @@ boost::asio::ssl::context make_server_context(const tls::key_pair& identity) {
   return ctx;
 }
 
-boost::asio::ssl::context make_client_context() {
+boost::asio::ssl::context make_client_context(bool session) {
   // The agent's certificate is always verified by its pin (the fingerprint in the share link).
-  auto ctx = tls::make_client_context({std::string(alpn_own_records), std::string(alpn_protocol)},
-                                      tls::trust::pins_and_ca_files);
+  auto ctx = tls::make_client_context(
+      session ? std::vector<std::string>{std::string(alpn_session)}
+              : std::vector<std::string>{std::string(alpn_own_records), std::string(alpn_protocol)},
+      tls::trust::pins_and_ca_files);
   SSL_CTX* native = ctx.native_handle();
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL);

@@ -24,14 +24,16 @@ inline constexpr std::string_view alpn_own_records = "burrow-e2ee/2";
 // The exporter label of the end-to-end session's own records.
 inline constexpr std::string_view own_records_label = "EXPORTER-burrow-e2ee-records";
 
-// TLS 1.3 only, presenting `identity`; requires ALPN burrow-e2ee/2 or /1; one stateless session
-// ticket per handshake; record buffers released while idle.
+// TLS 1.3 only, presenting `identity`; requires ALPN burrow-e2ee/2 or /1, or the session ALPN
+// (session_keys.hpp) on a session stream; one stateless session ticket per handshake; record
+// buffers released while idle.
 boost::asio::ssl::context make_server_context(const tls::key_pair& identity);
 
-// TLS 1.3 only, offering ALPN burrow-e2ee/2 and /1; record buffers released while idle. Peers
-// are verified by their pin, which callers set per connection with tls::apply_peer_verification;
-// the system store is not loaded. Sessions reach a session_cache only through its prepare().
-boost::asio::ssl::context make_client_context();
+// TLS 1.3 only, offering ALPN burrow-e2ee/2 and /1, or with `session` only the session ALPN (for
+// a session stream); record buffers released while idle. Peers are verified by their pin, which
+// callers set per connection with tls::apply_peer_verification; the system store is not loaded.
+// Sessions reach a session_cache only through its prepare().
+boost::asio::ssl::context make_client_context(bool session = false);
 
 // Sessions to resume, the newest per key. Thread-safe: connections on several threads share one.
 // A resumed handshake has no certificate, so the pin is not checked again: the key must include

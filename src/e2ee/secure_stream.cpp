@@ -75,6 +75,16 @@ secure_stream::secure_stream(SSL_CTX* ctx, asio::ip::tcp::socket& socket, tls_ro
   SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
 }
 
+secure_stream::secure_stream(std::shared_ptr<link::stream> s,
+                             std::unique_ptr<link::record_protection> keys)
+    : stream_(std::move(s)), own_(std::move(keys)) {
+  if (!stream_ || !own_) throw std::invalid_argument("secure_stream: null stream or keys");
+  carrier_ = make_stream_carrier(stream_);
+  read_size_ = carrier_->first_read_size();
+  handshake_done_ = true;
+  stream_->on_quiet([this] { release_buffers(); });
+}
+
 void secure_stream::start(SSL_CTX* ctx, tls_role role) {
   ssl_ = SSL_new(ctx);
   if (!ssl_) tls::throw_openssl_error("SSL_new failed");
@@ -119,6 +129,7 @@ error_code secure_stream::failed(int ssl_error) {
 }
 
 asio::awaitable<error_code> secure_stream::handshake() {
+  if (handshake_done_) co_return broken_;  // a keyed stream's, or a second call
   while (!handshake_done_) {
     if (broken_) co_return broken_;
     tls::clear_error_queue();

@@ -48,6 +48,9 @@ class secure_stream {
   // they are empty (no keeper tells a socket's session that it is quiet), and reads start small.
   secure_stream(SSL_CTX* ctx, boost::asio::ip::tcp::socket& socket, tls_role role,
                 std::string_view required_alpn);
+  // A stream keyed from an end-to-end session (session_keys::stream): there is no handshake and
+  // no OpenSSL state; its own records start with the first byte either end sends.
+  secure_stream(std::shared_ptr<link::stream> s, std::unique_ptr<link::record_protection> keys);
   ~secure_stream();  // frees the SSL and takes its quiet hook off the stream
   secure_stream(const secure_stream&) = delete;
   secure_stream& operator=(const secure_stream&) = delete;
