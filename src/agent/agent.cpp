@@ -237,6 +237,13 @@ asio::awaitable<std::string> agent::serve_link(unsigned index, std::shared_ptr<l
       raw->refuse(*s, proto::stream_status::protocol_error, "a sealed stream for this service");
       return;
     }
+    if (svc.e2ee && meta.e2ee_session == e2ee::new_session) {  // no local connection
+      spawn_logged(
+          raw->executor(),
+          e2ee_session_stream(raw->shared_from_this(), std::move(s), std::move(meta), found),
+          "end-to-end session");
+      return;
+    }
     spawn_logged(raw->executor(),
                  local_session(raw->shared_from_this(), std::move(s), std::move(meta), found),
                  "stream");
@@ -581,6 +588,12 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
   if (svc.kind == "http")  // passthrough: each visitor connection counts as activity for expiry
     services_[index].last_request->store(
         std::chrono::steady_clock::now().time_since_epoch().count());
+  // A stream keyed from a session is checked before the local service sees a connection.
+  std::unique_ptr<link::record_protection> keyed;
+  if (svc.e2ee && !meta.e2ee_session.empty()) {
+    keyed = keyed_stream(*l, *s, meta, index);
+    if (!keyed) co_return;
+  }
   tcp::socket socket(l->executor());
   auto connected = co_await with_deadline(tcp_connect_one(socket, services_[index].target),
                                           config_.local_connect_timeout);
@@ -606,7 +619,9 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
   }
   l->accept(*s);
   std::optional<e2ee::secure_stream> tls;
-  if (svc.e2ee) {
+  if (keyed) {
+    tls.emplace(s, std::move(keyed));
+  } else if (svc.e2ee) {
     tls.emplace(e2ee_tls_->native_handle(), s, e2ee::tls_role::server);
     auto shaking = tls->handshake();
     auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);

@@ -18,6 +18,7 @@
 #include "agent/agent_config.hpp"
 #include "core/log.hpp"
 #include "core/workers.hpp"
+#include "e2ee/session_registry.hpp"
 #include "link/dial.hpp"
 #include "link/link.hpp"
 #include "tls/certs.hpp"
@@ -73,6 +74,15 @@ class agent {
   boost::asio::awaitable<void> local_session(std::shared_ptr<link::link> link,
                                              std::shared_ptr<link::stream> stream,
                                              proto::open_metadata meta, std::size_t service);
+  // End-to-end session keys (src/agent/e2ee_sessions.cpp, docs/protocol.md section 6b): a
+  // session stream's handshake and lifetime; the keys of a stream that names a session, or null
+  // once the stream has been refused.
+  boost::asio::awaitable<void> e2ee_session_stream(std::shared_ptr<link::link> link,
+                                                   std::shared_ptr<link::stream> stream,
+                                                   proto::open_metadata meta, std::size_t service);
+  std::unique_ptr<link::record_protection> keyed_stream(link::link& link, link::stream& stream,
+                                                        const proto::open_metadata& meta,
+                                                        std::size_t service);
   boost::asio::awaitable<void> shutdown();
   void on_registered(link::link& link, const proto::registered& r);
   void announce_e2ee(const service_state& s);
@@ -106,6 +116,7 @@ class agent {
       std::make_shared<acme::challenge_store>();
   std::string fingerprint_;
   std::optional<boost::asio::ssl::context> e2ee_tls_;
+  e2ee::session_registry e2ee_sessions_;
   log_limiter e2ee_errors_{std::chrono::seconds(10)};  // guarded by mutex_
   log_limiter refusals_{std::chrono::seconds(1)};      // guarded by mutex_
 

@@ -14,6 +14,9 @@ void add_connect_options(option_set& o, CLI::App& app) {
   o.add(app, "listen", "accept local connections on HOST:PORT (or PORT; 0 picks one)");
   o.add(app, "max-links", "most links to open when the others are full (default 8)");
   o.add(app, "resume", "resume TLS sessions with the agent: true (default) or false");
+  o.add(app, "session-keys",
+        "key each connection from one end-to-end session with the agent instead of a TLS "
+        "handshake per connection: true (default) or false");
   add_log_options(o, app);
 }
 

@@ -9,10 +9,9 @@ namespace burrow::connect {
 
 const std::vector<std::string>& connect_setting_keys() {
   static const std::vector<std::string> keys{
-      "relay",         "relay-pin",       "relay-ca", "pin",
-      "visitor-token", "listen",          "links",    "max-links",
-      "backoff-max",   "connect-timeout", "resume",   "log-format",
-      "log-level",     "link-encryption"};
+      "relay",  "relay-pin",    "relay-ca",   "pin",         "visitor-token",
+      "listen", "links",        "max-links",  "backoff-max", "connect-timeout",
+      "resume", "session-keys", "log-format", "log-level",   "link-encryption"};
   return keys;
 }
 
@@ -27,6 +26,14 @@ std::string fingerprint_or_throw(const layered_settings& s, const std::string& k
     throw config_error(what + " '" + *text + "' (from " + s.origin(key) +
                        ") is not a SHA-256 fingerprint such as sha256:3f1a...");
   return *canonical;
+}
+
+// A setting that is true unless it says false.
+bool true_or_false(const layered_settings& s, const std::string& key) {
+  auto text = s.text_or(key, "true");
+  if (text != "true" && text != "false")
+    throw config_error(key + " '" + text + "' (from " + s.origin(key) + ") is not true or false");
+  return text == "true";
 }
 
 }  // namespace
@@ -61,11 +68,8 @@ connect_config make_connect_config(const layered_settings& s, std::string servic
     if (!lp) throw config_error("listen address '" + c.listen + "' is not HOST:PORT (or PORT)");
     c.listen = format_host_port(lp->host.empty() ? "127.0.0.1" : lp->host, lp->port);
   }
-  auto resume = s.text_or("resume", "true");
-  if (resume != "true" && resume != "false")
-    throw config_error("resume '" + resume + "' (from " + s.origin("resume") +
-                       ") is not true or false");
-  c.resume = resume == "true";
+  c.resume = true_or_false(s, "resume");
+  c.session_keys = true_or_false(s, "session-keys");
   c.links = static_cast<unsigned>(s.number_or("links", default_links(), 1, 64));
   c.max_links = static_cast<unsigned>(s.number_or("max-links", 8, 1, 64));
   if (c.max_links < c.links) c.max_links = c.links;

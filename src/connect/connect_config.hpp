@@ -21,6 +21,7 @@ struct connect_config {
   std::string listen;         // HOST:PORT to accept local connections on (port 0: any)
   bool stdio = false;         // one connection over standard input and output instead
   bool resume = true;         // TLS session resumption with the agent
+  bool session_keys = true;   // key each connection from one end-to-end session (listen mode)
   unsigned links = 2;         // links kept open to the relay
   link::link_encryption link_encryption = link::link_encryption::tls;  // none: plain frames
   unsigned max_links = 8;  // more are opened when every link is full

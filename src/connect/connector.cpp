@@ -40,7 +40,8 @@ connector::connector(connect_config config)
       link_tls_(tls::make_client_context({"burrow/1"},
                                          tls::trust_for_peer(config_.relay_pin, config_.relay_ca))),
       e2ee_tls_(e2ee::make_client_context()),
-      sessions_(config_.resume) {
+      sessions_(config_.resume),
+      e2ee_session_tls_(e2ee::make_client_context(true)) {
   auto hp = parse_host_port(config_.relay, std::uint16_t{7835});
   dial_ = {config_.relay,
            hp->host,
@@ -267,6 +268,14 @@ asio::awaitable<void> connector::session(std::shared_ptr<link::link> l, tcp::soc
 
 asio::awaitable<std::unique_ptr<e2ee::secure_stream>> connector::open_secure(
     std::shared_ptr<link::link> l, bool& full) {
+  if (config_.session_keys && !config_.stdio) {  // one connection on stdio: nothing to share
+    auto finding = usable_session(l);
+    if (auto live = co_await std::move(finding)) {
+      auto opening = open_keyed(l, std::move(live), full);
+      auto keyed = co_await std::move(opening);
+      if (keyed || full) co_return keyed;
+    }
+  }
   proto::open_metadata meta;
   meta.service = config_.service;
   meta.visitor_token = config_.visitor_token;

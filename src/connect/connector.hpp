@@ -5,9 +5,11 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,6 +20,7 @@
 #include "core/log.hpp"
 #include "core/workers.hpp"
 #include "e2ee/contexts.hpp"
+#include "e2ee/session_keys.hpp"
 #include "link/dial.hpp"
 #include "link/link.hpp"
 
@@ -73,6 +76,27 @@ class connector {
   // `full` is set when the link could not take another stream.
   boost::asio::awaitable<std::unique_ptr<e2ee::secure_stream>> open_secure(
       std::shared_ptr<link::link> link, bool& full);
+  // End-to-end session keys (src/connect/keyed_streams.cpp, docs/protocol.md section 6b).
+  struct live_session {
+    std::shared_ptr<const e2ee::session_keys> keys;
+    std::chrono::steady_clock::time_point born;
+    std::atomic<std::uint64_t> next{1};  // the next stream's number
+    std::atomic<bool> dead{false};
+    boost::asio::any_io_executor executor;   // the session stream's
+    e2ee::secure_stream* control = nullptr;  // the session stream, used on `executor` only
+  };
+  // The session to key a new connection from, waiting (up to the connect timeout) while one is
+  // being made; null when there is none to have (the agent does not offer them, or failed).
+  boost::asio::awaitable<std::shared_ptr<live_session>> usable_session(
+      std::shared_ptr<link::link> link);
+  // Makes a session over `link` and holds it until either end closes it.
+  boost::asio::awaitable<void> run_session(std::shared_ptr<link::link> link);
+  // Closes a session that new connections no longer use, after a grace for those on their way.
+  void retire(std::shared_ptr<live_session> live, std::chrono::milliseconds grace);
+  // A stream keyed from `live`, once the agent has accepted it; null when it did not (`full`:
+  // the link could not take it; otherwise the caller runs a handshake instead).
+  boost::asio::awaitable<std::unique_ptr<e2ee::secure_stream>> open_keyed(
+      std::shared_ptr<link::link> link, std::shared_ptr<live_session> live, bool& full);
   void fatal(int code, const std::string& message);
   void finish(int code);
 
@@ -83,6 +107,7 @@ class connector {
   boost::asio::ssl::context link_tls_;
   boost::asio::ssl::context e2ee_tls_;
   e2ee::session_cache sessions_;
+  boost::asio::ssl::context e2ee_session_tls_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
 
   std::mutex mutex_;  // guards links_, slots_ and the log limiters
@@ -97,6 +122,10 @@ class connector {
   std::size_t next_ = 0;
   log_limiter refused_log_{std::chrono::seconds(10)};
   log_limiter handshake_log_{std::chrono::seconds(10)};
+  std::shared_ptr<live_session> session_now_;  // guarded by mutex_, as the next three
+  bool session_opening_ = false;
+  std::chrono::steady_clock::time_point sessions_retry_at_{};
+  log_limiter session_log_{std::chrono::seconds(60)};
 
   std::atomic<bool> stopping_{false};
   std::atomic<int> exit_code_{exit_ok};

@@ -351,6 +351,8 @@ std::string encode_open(const open_metadata& m) {
   if (!m.visitor_token.empty()) o["visitor_token"] = m.visitor_token;
   if (!m.scheme.empty()) o["scheme"] = m.scheme;
   if (m.sealed) o["sealed"] = true;
+  if (!m.e2ee_session.empty()) o["e2ee_session"] = m.e2ee_session;
+  if (m.e2ee_stream != 0) o["e2ee_stream"] = m.e2ee_stream;
   return json::serialize(o);
 }
 
@@ -367,6 +369,8 @@ std::optional<open_metadata> decode_open(std::string_view text) {
   r.str("visitor_token", m.visitor_token);
   r.str("scheme", m.scheme);
   r.boolean("sealed", m.sealed);
+  r.str("e2ee_session", m.e2ee_session);
+  r.num("e2ee_stream", m.e2ee_stream);
   if (!r.ok) return std::nullopt;
   return m;
 }

@@ -1,0 +1,116 @@
+// The agent's end of end-to-end session keys (docs/protocol.md, section 6b): a session stream
+// runs one TLS handshake with `burrow connect` and holds the session while it stays open; each
+// stream that names the session is keyed from it, once per stream number.
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/error.hpp>
+
+#include "agent/agent.hpp"
+#include "core/deadline.hpp"
+#include "e2ee/secure_stream.hpp"
+#include "link/stream.hpp"
+
+namespace burrow::agent {
+
+namespace asio = boost::asio;
+
+asio::awaitable<void> agent::e2ee_session_stream(std::shared_ptr<link::link> l,
+                                                 std::shared_ptr<link::stream> s,
+                                                 proto::open_metadata meta, std::size_t index) {
+  const service_config& svc = services_[index].config;  // immutable after construction
+  l->accept(*s);
+  e2ee::secure_stream tls(e2ee_tls_->native_handle(), s, e2ee::tls_role::server,
+                          e2ee::alpn_session);
+  auto fail = [&](proto::stream_status why, const std::string& what) {
+    {
+      std::lock_guard lock(mutex_);
+      if (e2ee_errors_.allow())
+        spdlog::warn("service {}: end-to-end session with visitor {}: {}", svc.name,
+                     meta.visitor_address, what);
+    }
+    tls.abort(why);
+    l->stream_finished(s->id());
+  };
+  auto shaking = tls.handshake();
+  auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);
+  if (!shaken || *shaken) {
+    fail(proto::stream_status::cancelled,
+         "handshake failed: " + (shaken ? shaken->message() : std::string("timed out")));
+    co_return;
+  }
+  std::shared_ptr<const e2ee::session_keys> keys;
+  try {
+    keys = e2ee::session_keys::from_session(tls.native_handle());
+  } catch (const std::exception& e) {
+    fail(proto::stream_status::protocol_error, e.what());
+    co_return;
+  }
+  if (!e2ee_sessions_.add(keys, index)) {
+    fail(proto::stream_status::overloaded, "too many end-to-end sessions open");
+    co_return;
+  }
+  spdlog::debug("service {}: end-to-end session {} with visitor {} opened", svc.name,
+                keys->id().substr(0, 8), meta.visitor_address);
+  // One byte says the session is registered: connect names it on other links only after this.
+  boost::system::error_code ec;
+  const std::uint8_t ready = 1;
+  auto writing = tls.write_all(asio::buffer(&ready, 1), ec);
+  co_await std::move(writing);
+  // The session lasts until connect closes the stream, the link goes, or the agent stops.
+  std::uint8_t extra[16];
+  while (!ec) {
+    auto reading = tls.read_some(asio::buffer(extra), ec);
+    if (co_await std::move(reading) > 0 && !ec)
+      ec = boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+  }
+  e2ee_sessions_.remove(keys->id());
+  spdlog::debug("service {}: end-to-end session {} closed ({})", svc.name, keys->id().substr(0, 8),
+                ec.message());
+  if (ec == asio::error::eof) {  // connect closed it: close ours too
+    boost::system::error_code ignored;
+    auto closing = tls.shutdown_send(ignored);
+    co_await std::move(closing);
+  }
+  s->finish();  // a reset unless both sides closed
+}
+
+std::unique_ptr<link::record_protection> agent::keyed_stream(link::link& l, link::stream& s,
+                                                             const proto::open_metadata& meta,
+                                                             std::size_t index) {
+  using verdict = e2ee::session_registry::verdict;
+  const service_config& svc = services_[index].config;
+  if (!e2ee::valid_session_id(meta.e2ee_session) || meta.e2ee_stream == 0) {
+    l.refuse(s, proto::stream_status::protocol_error, "not an end-to-end session and stream");
+    return nullptr;
+  }
+  auto found = e2ee_sessions_.take(meta.e2ee_session, meta.e2ee_stream, index);
+  if (found.outcome == verdict::replayed) {
+    // connect numbers its streams once each: a number seen again is a replay, or an old stream.
+    {
+      std::lock_guard lock(mutex_);
+      if (e2ee_errors_.allow())
+        spdlog::warn(
+            "service {}: end-to-end stream {} of session {} from visitor {} was used before "
+            "(a replay?); refused",
+            svc.name, meta.e2ee_stream, meta.e2ee_session.substr(0, 8), meta.visitor_address);
+    }
+    l.refuse(s, proto::stream_status::forbidden, "this end-to-end stream number was used before");
+    return nullptr;
+  }
+  if (found.outcome != verdict::ok) {
+    // After this agent restarted, or once the session is too old: connect makes a new one.
+    l.refuse(s, proto::stream_status::no_service,
+             found.outcome == verdict::expired ? "the end-to-end session has expired"
+                                               : "no such end-to-end session");
+    return nullptr;
+  }
+  try {
+    return found.keys->stream(meta.e2ee_stream, false);
+  } catch (const std::exception& e) {
+    spdlog::error("service {}: end-to-end stream keys: {}", svc.name, e.what());
+    l.refuse(s, proto::stream_status::internal_error, "cannot derive the stream's keys");
+    return nullptr;
+  }
+}
+
+}  // namespace burrow::agent
