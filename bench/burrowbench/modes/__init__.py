@@ -4,7 +4,7 @@ MODES."""
 from __future__ import annotations
 
 from .base import DirectMode, Mode, SocatChainMode, SocatMode
-from .burrow import (BurrowE2eeMode, BurrowE2eeNoResumeMode, BurrowMode, BurrowPlainMode,
+from .burrow import (BurrowE2eeMode, BurrowE2eeHandshakeMode, BurrowMode, BurrowPlainMode,
                      BurrowWorkersMode, link_encryption_supported)
 from .https import (BurrowHttpsBlindMode, BurrowHttpsInspectMode, BurrowHttpsPassthroughMode,
                     HttpsDirectMode)
@@ -12,10 +12,10 @@ from .ssh import SshReverseMode
 
 MODES: dict[str, type[Mode]] = {m.name: m for m in (
     DirectMode, HttpsDirectMode, SocatMode, SocatChainMode, SshReverseMode, BurrowMode,
-    BurrowPlainMode, BurrowE2eeMode, BurrowE2eeNoResumeMode, BurrowHttpsBlindMode,
+    BurrowPlainMode, BurrowE2eeMode, BurrowE2eeHandshakeMode, BurrowHttpsBlindMode,
     BurrowHttpsInspectMode, BurrowHttpsPassthroughMode)}
 
 __all__ = ["MODES", "Mode", "DirectMode", "HttpsDirectMode", "SocatMode", "SocatChainMode",
            "SshReverseMode", "BurrowMode", "BurrowPlainMode", "BurrowE2eeMode",
-           "BurrowE2eeNoResumeMode", "BurrowHttpsBlindMode", "BurrowHttpsInspectMode",
+           "BurrowE2eeHandshakeMode", "BurrowHttpsBlindMode", "BurrowHttpsInspectMode",
            "BurrowHttpsPassthroughMode", "BurrowWorkersMode", "link_encryption_supported"]

@@ -201,11 +201,11 @@ class BurrowE2eeMode(BurrowMode):
     """burrow relay + `burrow tcp` agent (end to end) + `burrow connect` on the load's side."""
 
     name = "burrow-e2ee"
-    description = ("burrow relay + `burrow tcp` agent + `burrow connect --listen`, TLS 1.3 "
-                   "between connect and the agent on its own records (ALPN burrow-e2ee/2), "
-                   "carried as sealed frames next to the TLS 1.3 links' own records (the "
-                   "default); connect pinned to the tunnel CPU too")
-    resume = True
+    description = ("burrow relay + `burrow tcp` agent + `burrow connect --listen`: one TLS 1.3 "
+                   "session between connect and the agent keys each connection's stream (session "
+                   "keys, the default), its records carried as sealed frames next to the TLS 1.3 "
+                   "links' own records (the default); connect pinned to the tunnel CPU too")
+    session_keys = True
     targets: dict = {}
     abs_checks: dict = {}
     supports_many = False
@@ -224,8 +224,9 @@ class BurrowE2eeMode(BurrowMode):
         m = a.wait_for(self.RX_E2EE)
         argv = [self.ctx.args.burrow, "connect", m.group(1), "--relay",
                 f"{LOOPBACK}:{self.relay_port}", "--relay-pin", self.fingerprint,
-                "--pin", m.group(2), "--listen", f"{LOOPBACK}:0",
-                "--resume", "true" if self.resume else "false"]
+                "--pin", m.group(2), "--listen", f"{LOOPBACK}:0"]
+        if not self.session_keys:  # the default is on; a build from before has no such flag
+            argv += ["--session-keys", "false"]
         c = self.ctx.procs.start(f"burrow-connect-{target_port}", argv, self.tunnel_cpu)
         self.agents.append(c)  # stopped and measured with the agents
         port = int(c.wait_for(self.RX_LISTEN).group(1))
@@ -233,12 +234,13 @@ class BurrowE2eeMode(BurrowMode):
         return port
 
 
-class BurrowE2eeNoResumeMode(BurrowE2eeMode):
-    """As burrow-e2ee, without TLS session resumption: what resumption buys."""
+class BurrowE2eeHandshakeMode(BurrowE2eeMode):
+    """As burrow-e2ee with a TLS handshake per connection: what session keys buy."""
 
-    name = "burrow-e2ee-noresume"
-    description = "as burrow-e2ee with `burrow connect --resume false` (full handshake each time)"
-    resume = False
+    name = "burrow-e2ee-handshake"
+    description = ("as burrow-e2ee with `burrow connect --session-keys false`: a TLS 1.3 "
+                   "handshake (resumed) per connection, on its own records (ALPN burrow-e2ee/2)")
+    session_keys = False
     compare_to = "burrow-e2ee"
     targets_vs: dict = {}
 
