@@ -11,6 +11,7 @@
 
 #include "connect/connector.hpp"
 #include "core/deadline.hpp"
+#include "core/duration.hpp"
 #include "core/spawn.hpp"
 #include "e2ee/secure_stream.hpp"
 #include "link/stream.hpp"
@@ -29,6 +30,8 @@ constexpr std::chrono::minutes session_max_age{60};
 constexpr std::chrono::seconds retire_grace{30};
 // After a failed session, connections run their own handshakes this long before the next try.
 constexpr std::chrono::seconds session_retry{60};
+// After the relay refused the session stream (no agent just now): the next try comes this soon.
+constexpr std::chrono::seconds session_retry_refused{1};
 
 }  // namespace
 
@@ -85,13 +88,14 @@ asio::awaitable<void> connector::run_session(std::shared_ptr<link::link> l) {
   tls::verification_outcome outcome;
   tls::apply_peer_verification(tls->native_handle(), {config_.pin, "", ""}, &outcome);
   std::string failure;
+  bool refused = false;  // by the relay, before the agent had it: not the agent's answer
   auto shaking = tls->handshake();
   auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);
   if (!shaken || *shaken) {
+    refused = s->is_reset() && !s->open_confirmed();
     failure =
-        s->is_reset() && !s->open_confirmed()
-            ? "the relay refused it (" + std::string(proto::to_string(s->reset_status())) + ")"
-            : (shaken ? shaken->message() : std::string("timed out"));
+        refused ? "the relay refused it (" + std::string(proto::to_string(s->reset_status())) + ")"
+                : (shaken ? shaken->message() : std::string("timed out"));
   } else {
     try {
       live->keys = e2ee::session_keys::from_session(tls->native_handle());
@@ -108,20 +112,23 @@ asio::awaitable<void> connector::run_session(std::shared_ptr<link::link> l) {
       failure = "the agent did not confirm it (" + (got ? ec.message() : "timed out") + ")";
   }
   if (!failure.empty()) {
-    // An agent from before session keys refuses the session's ALPN; a pin that does not match
-    // is reported by the connection's own handshake, which runs next.
+    // An agent from before session keys refuses the session's ALPN: connections run their own
+    // handshakes a while. A refusal by the relay (the agent is away, restarting) would refuse
+    // those too: the next connection asks again soon. A pin that does not match is reported by
+    // the connection's own handshake, which runs next.
+    const std::chrono::milliseconds retry = refused ? session_retry_refused : session_retry;
     {
       std::lock_guard lock(mutex_);
       if (session_log_.allow())
         spdlog::info(
-            "no end-to-end session with {}: {}; each connection runs its own TLS handshake for "
-            "the next {}s",
+            "no end-to-end session with {}: {}; connections run their own TLS handshakes for "
+            "the next {}",
             config_.service, outcome.pin_mismatch ? "the pin does not match" : failure,
-            session_retry.count());
+            format_duration(retry));
     }
     tls->abort(proto::stream_status::cancelled);
     l->stream_finished(s->id());
-    settle(false, session_retry);
+    settle(false, retry);
     co_return;
   }
   live->born = std::chrono::steady_clock::now();
