@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "proto/frame.hpp"
 
 namespace burrow::proto {
@@ -151,6 +153,20 @@ TEST(Control, SealedFramesAreOfferedGrantedAndMarkedOnlyWhenTrue) {
   ASSERT_TRUE(open);
   EXPECT_TRUE(open->sealed);
   EXPECT_FALSE(decode_open(R"({"service":"web","sealed":1})"));
+}
+
+TEST(Control, EndToEndSessionFieldsAreCarriedOnlyWhenSet) {
+  open_metadata m{"ssh", "203.0.113.7", 1, "198.51.100.1", 443};
+  EXPECT_EQ(encode_open(m).find("e2ee_"), std::string::npos);
+  m.e2ee_session = std::string(32, 'a');
+  m.e2ee_stream = std::numeric_limits<std::uint64_t>::max();  // every number survives JSON
+  auto open = decode_open(encode_open(m));
+  ASSERT_TRUE(open);
+  EXPECT_EQ(open->e2ee_session, m.e2ee_session);
+  EXPECT_EQ(open->e2ee_stream, m.e2ee_stream);
+  EXPECT_FALSE(decode_open(R"({"service":"ssh","e2ee_session":1})"));
+  EXPECT_FALSE(decode_open(R"({"service":"ssh","e2ee_stream":-1})"));
+  EXPECT_FALSE(decode_open(R"({"service":"ssh","e2ee_stream":"7"})"));
 }
 
 TEST(Control, RejectsMalformedInput) {
