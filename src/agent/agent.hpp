@@ -74,7 +74,7 @@ class agent {
   boost::asio::awaitable<void> local_session(std::shared_ptr<link::link> link,
                                              std::shared_ptr<link::stream> stream,
                                              proto::open_metadata meta, std::size_t service);
-  // End-to-end session keys (src/agent/e2ee_sessions.cpp, docs/protocol.md section 6b): a
+  // End-to-end session keys (src/agent/e2ee_sessions.cpp, docs/protocol.md section 6c): a
   // session stream's handshake and lifetime; the keys of a stream that names a session, or null
   // once the stream has been refused.
   boost::asio::awaitable<void> e2ee_session_stream(std::shared_ptr<link::link> link,

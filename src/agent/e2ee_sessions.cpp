@@ -1,4 +1,4 @@
-// The agent's end of end-to-end session keys (docs/protocol.md, section 6b): a session stream
+// The agent's end of end-to-end session keys (docs/protocol.md, section 6c): a session stream
 // runs one TLS handshake with `burrow connect` and holds the session while it stays open; each
 // stream that names the session is keyed from it, once per stream number.
 #include <spdlog/spdlog.h>

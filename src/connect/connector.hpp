@@ -76,7 +76,7 @@ class connector {
   // `full` is set when the link could not take another stream.
   boost::asio::awaitable<std::unique_ptr<e2ee::secure_stream>> open_secure(
       std::shared_ptr<link::link> link, bool& full);
-  // End-to-end session keys (src/connect/keyed_streams.cpp, docs/protocol.md section 6b).
+  // End-to-end session keys (src/connect/keyed_streams.cpp, docs/protocol.md section 6c).
   struct live_session {
     std::shared_ptr<const e2ee::session_keys> keys;
     std::chrono::steady_clock::time_point born;

@@ -1,7 +1,9 @@
-// `burrow connect`'s end of end-to-end session keys (docs/protocol.md, section 6b): one TLS
+// `burrow connect`'s end of end-to-end session keys (docs/protocol.md, section 6c): one TLS
 // handshake with the agent makes a session, and each new local connection's stream is keyed from
 // it by number, so a burst of visitors costs key derivations instead of a handshake each.
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -39,6 +41,7 @@ asio::awaitable<std::shared_ptr<connector::live_session>> connector::usable_sess
     std::shared_ptr<link::link> l) {
   const auto deadline = std::chrono::steady_clock::now() + config_.connect_timeout;
   std::optional<asio::steady_timer> timer;
+  std::chrono::milliseconds pause{1};
   while (!stopping_) {
     const auto now = std::chrono::steady_clock::now();
     std::shared_ptr<live_session> old;
@@ -54,10 +57,12 @@ asio::awaitable<std::shared_ptr<connector::live_session>> connector::usable_sess
     if (old) retire(std::move(old), retire_grace);
     if (start) spawn_logged(l->executor(), run_session(l), "end-to-end session");
     if (now >= deadline) break;
-    // Only while a session is being made: one handshake, a few milliseconds.
+    // Only while a session is being made: one handshake, a few milliseconds, unless the agent
+    // is slow to answer; then the waits grow, so a burst of waiting connections stays cheap.
     if (!timer) timer.emplace(co_await asio::this_coro::executor);
-    timer->expires_after(std::chrono::milliseconds(2));
+    timer->expires_after(pause);
     co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
   co_return nullptr;
 }
@@ -162,7 +167,7 @@ asio::awaitable<void> connector::run_session(std::shared_ptr<link::link> l) {
 }
 
 void connector::retire(std::shared_ptr<live_session> live, std::chrono::milliseconds grace) {
-  live->dead = true;
+  if (live->dead.exchange(true)) return;  // retired already, or its stream has ended
   auto ex = live->executor;
   if (!ex) return;
   auto closing = [](std::shared_ptr<live_session> live,

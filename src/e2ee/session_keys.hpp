@@ -1,4 +1,4 @@
-// End-to-end session keys (docs/protocol.md, section 6b): one TLS 1.3 handshake between
+// End-to-end session keys (docs/protocol.md, section 6c): one TLS 1.3 handshake between
 // `burrow connect` and the agent makes a session secret, and each visitor connection's stream is
 // keyed from it by its number, so a new connection costs a key derivation, not a handshake.
 #pragma once

@@ -1,4 +1,4 @@
-// The agent's end-to-end sessions (docs/protocol.md, section 6b): each lives while its session
+// The agent's end-to-end sessions (docs/protocol.md, section 6c): each lives while its session
 // stream is open, for at most max_age, and hands out each stream number once.
 #pragma once
 

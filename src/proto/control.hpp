@@ -166,7 +166,7 @@ struct open_metadata {
   // or a share URL's visitor and the agent or the service): on a link with sealed frames its
   // data and window frames travel outside the link's TLS.
   bool sealed = false;
-  // End to end (docs/protocol.md, section 6b): "new" opens a session stream; a session's id (32
+  // End to end (docs/protocol.md, section 6c): "new" opens a session stream; a session's id (32
   // hex digits) with a stream number (at least 1) opens a stream keyed from that session.
   std::string e2ee_session = {};
   std::uint64_t e2ee_stream = 0;
