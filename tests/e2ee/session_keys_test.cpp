@@ -166,7 +166,7 @@ TEST_F(E2eeSessionStreams, AStreamClientCannotOpenASessionNorASessionClientAStre
   EXPECT_TRUE(*refused) << "the agent ran a stream's session under the session ALPN";
 }
 
-TEST(E2eeSessionKeys, StreamNumbersStartAtOne) {
+TEST(E2eeSessionKeys, SessionIdsAreThirtyTwoLowercaseHexDigits) {
   EXPECT_FALSE(valid_session_id(""));
   EXPECT_FALSE(valid_session_id(std::string(32, 'A')));
   EXPECT_FALSE(valid_session_id(std::string(31, 'a')));
