@@ -75,7 +75,8 @@ agent::agent(agent_config config)
       session_(hex(sha256(random_token())).substr(0, 32)),
       tls_(tls::make_client_context({"burrow/1"},
                                     tls::trust_for_peer(config_.relay_pin, config_.relay_ca))),
-      workers_(threads_for_links(config_.links)) {
+      workers_(threads_for_links(config_.links)),
+      e2ee_sessions_(e2ee::session_registry::default_max_sessions, config_.e2ee_session_max_age) {
   auto hp = parse_host_port(config_.relay, std::uint16_t{7835});
   relay_host_ = hp->host;
   relay_port_ = std::to_string(hp->port);

@@ -14,7 +14,7 @@ const std::vector<std::string>& agent_setting_keys() {
   static const std::vector<std::string> keys{
       "relay",       "token",      "relay-pin", "relay-ca",        "links",
       "backoff-max", "log-format", "log-level", "connect-timeout", "drain-timeout",
-      "state-dir",   "e2ee-cert",  "e2ee-key",  "link-encryption"};
+      "state-dir",   "e2ee-cert",  "e2ee-key",  "link-encryption", "e2ee-session-max-age"};
   return keys;
 }
 
@@ -208,6 +208,11 @@ agent_config make_agent_config(const layered_settings& s, std::vector<service_co
   c.e2ee_key = s.text_or("e2ee-key", "");
   if (c.e2ee_cert.empty() != c.e2ee_key.empty())
     throw config_error("--e2ee-cert and --e2ee-key go together: give both, or neither");
+  c.e2ee_session_max_age = s.duration_or("e2ee-session-max-age", c.e2ee_session_max_age);
+  if (c.e2ee_session_max_age < std::chrono::seconds(1) ||
+      c.e2ee_session_max_age > std::chrono::hours(24))
+    throw config_error("e2ee-session-max-age (from " + s.origin("e2ee-session-max-age") +
+                       ") must be from 1s to 24h");
   if (auto dir = s.text("state-dir")) c.state_dir = *dir;
   if (services.empty()) throw config_error("no services to expose");
   std::set<std::string> names;

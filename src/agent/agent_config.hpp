@@ -61,6 +61,9 @@ struct agent_config {
   std::chrono::milliseconds drain_timeout{10000};
   std::filesystem::path state_dir;  // the end-to-end key and certificate live here
   std::string e2ee_cert, e2ee_key;  // the user's own end-to-end identity, instead of state_dir's
+  // How long one end-to-end session (docs/protocol.md, section 6c) may key new streams; then
+  // `burrow connect` is refused and makes a new session with a new handshake.
+  std::chrono::milliseconds e2ee_session_max_age{std::chrono::hours(2)};
   std::vector<service_config> services;
 };
 

@@ -26,6 +26,8 @@ void add_agent_options(option_set& o, CLI::App& app) {
         "where the end-to-end key and certificate live (default $XDG_STATE_HOME/burrow/agent)");
   o.add(app, "e2ee-cert", "your own end-to-end certificate (PEM), with --e2ee-key");
   o.add(app, "e2ee-key", "the private key of --e2ee-cert (PEM)");
+  o.add(app, "e2ee-session-max-age",
+        "how long one end-to-end session of `burrow connect` keys new connections (default 2h)");
   add_log_options(o, app);
 }
 

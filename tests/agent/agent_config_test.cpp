@@ -88,6 +88,21 @@ TEST(AgentConfig, PrecedenceReachesTheConfig) {
   EXPECT_EQ(c.relay_pin, pin);
 }
 
+TEST(AgentConfig, EndToEndSessionsLastTwoHoursUnlessToldFromOneSecondToADay) {
+  auto svc = std::vector{make_service({{"local", "80"}}, "x")};
+  auto with = [&](std::map<std::string, std::string> file) {
+    file.emplace("relay", "r:1");
+    file.emplace("token", "t");
+    return make_agent_config(layered_settings({}, {}, file), svc);
+  };
+  EXPECT_EQ(with({}).e2ee_session_max_age, std::chrono::hours(2));
+  EXPECT_EQ(with({{"e2ee-session-max-age", "10m"}}).e2ee_session_max_age, std::chrono::minutes(10));
+  EXPECT_EQ(with({{"e2ee-session-max-age", "1s"}}).e2ee_session_max_age, std::chrono::seconds(1));
+  EXPECT_EQ(with({{"e2ee-session-max-age", "24h"}}).e2ee_session_max_age, std::chrono::hours(24));
+  for (const char* bad : {"0s", "500ms", "25h", "soon"})
+    EXPECT_THROW(with({{"e2ee-session-max-age", bad}}), config_error) << bad;
+}
+
 TEST(AgentConfig, MissingAndBadSettingsExplainThemselves) {
   auto svc = std::vector{make_service({{"local", "80"}}, "x")};
   try {

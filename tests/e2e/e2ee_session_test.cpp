@@ -5,6 +5,7 @@
 #include <iterator>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "e2e/tunnel_fixture.hpp"
 
@@ -57,6 +58,40 @@ TEST_F(tunnel_test, AfterTheAgentRestartsConnectMakesANewSession) {
   EXPECT_TRUE(visitor.proc->wait_for_line_after(lines, connect_session_open, 5s))
       << visitor.proc->output();
   EXPECT_TRUE(second.proc->wait_for_line(agent_session_opened, 5s)) << second.proc->output();
+}
+
+TEST_F(tunnel_test, AStreamOfAnExpiredSessionIsRefusedAndConnectMakesANewOne) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_e2ee_agent(relay, echo.port(),
+                                {"--e2ee-session-max-age", "2s", "--log-level", "debug"});
+  auto visitor = start_connect(relay, agent, {"--log-level", "debug"});
+  ASSERT_EQ(exchange(visitor.port, "fresh"), "fresh");
+  ASSERT_TRUE(visitor.proc->wait_for_line(connect_session_open, 5s)) << visitor.proc->output();
+  const std::size_t lines = visitor.proc->line_count();
+  // The session stream stays open while the agent's registry lets the session age out: the next
+  // keyed open is refused, and that connection runs a handshake of its own.
+  std::this_thread::sleep_for(2500ms);
+  ASSERT_EQ(exchange(visitor.port, "expired"), "expired") << visitor.proc->output();
+  EXPECT_TRUE(visitor.proc->wait_for_line_after(
+      lines, std::regex(R"(refused \(no such service\); running a handshake instead)"), 5s))
+      << visitor.proc->output();
+  // Later connections are keyed from a new session.
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(exchange(visitor.port, "renewed " + std::to_string(i)),
+              "renewed " + std::to_string(i));
+  EXPECT_TRUE(visitor.proc->wait_for_line_after(lines, connect_session_open, 5s))
+      << visitor.proc->output();
+  EXPECT_EQ(count_matches(agent.proc->output(), agent_session_opened), 2u) << agent.proc->output();
+  EXPECT_EQ(count_matches(visitor.proc->output(), std::regex("running a handshake instead")), 1u)
+      << visitor.proc->output();
+
+  auto wrong =
+      spawn_e2ee_agent(relay, std::to_string(echo.port()), {"--e2ee-session-max-age", "0s"});
+  EXPECT_EQ(wrong->wait_exit(10s), 1) << wrong->output();
+  EXPECT_NE(wrong->output().find("e2ee-session-max-age (from --e2ee-session-max-age) must be"),
+            std::string::npos)
+      << wrong->output();
 }
 
 TEST_F(tunnel_test, SessionKeysFalseRunsAHandshakePerConnection) {
