@@ -610,6 +610,10 @@ asio::awaitable<void> secure_stream::drain(error_code& ec) {
     }
     sending_.consume(n);  // before the next await, so a cancelled flush loses no count
   }
+  // Both empty, and no write holds either: the capacity goes back to io_.out, where the next
+  // record is sealed. Otherwise the next swap would hand io_.out the other, empty buffer, and a
+  // stream that sends a record at a time would keep two allocations instead of one.
+  std::swap(sending_, io_.out);
 }
 
 }  // namespace burrow::e2ee
