@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -125,6 +126,13 @@ class connector {
   std::shared_ptr<live_session> session_now_;  // guarded by mutex_, as the next three
   bool session_opening_ = false;
   std::chrono::steady_clock::time_point sessions_retry_at_{};
+  // Connections waiting while a session is made, each woken on its own executor once the
+  // session is settled, made or not (guarded by mutex_).
+  struct session_waiter {
+    boost::asio::any_io_executor executor;
+    std::weak_ptr<boost::asio::steady_timer> timer;
+  };
+  std::vector<session_waiter> session_waiters_;
   log_limiter session_log_{std::chrono::seconds(60)};
 
   std::atomic<bool> stopping_{false};

@@ -40,8 +40,7 @@ constexpr std::chrono::seconds session_retry_refused{1};
 asio::awaitable<std::shared_ptr<connector::live_session>> connector::usable_session(
     std::shared_ptr<link::link> l) {
   const auto deadline = std::chrono::steady_clock::now() + config_.connect_timeout;
-  std::optional<asio::steady_timer> timer;
-  std::chrono::milliseconds pause{1};
+  auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
   while (!stopping_) {
     const auto now = std::chrono::steady_clock::now();
     std::shared_ptr<live_session> old;
@@ -53,16 +52,17 @@ asio::awaitable<std::shared_ptr<connector::live_session>> connector::usable_sess
       old = std::move(session_now_);
       if (now < sessions_retry_at_) co_return nullptr;
       if (!session_opening_) session_opening_ = start = true;
+      // Registered with the check, under the lock: the wake-up cannot come between the two. It is
+      // posted to this executor, so it runs once the wait below has begun.
+      if (now < deadline) session_waiters_.push_back({timer->get_executor(), timer});
     }
     if (old) retire(std::move(old), retire_grace);
     if (start) spawn_logged(l->executor(), run_session(l), "end-to-end session");
     if (now >= deadline) break;
-    // Only while a session is being made: one handshake, a few milliseconds, unless the agent
-    // is slow to answer; then the waits grow, so a burst of waiting connections stays cheap.
-    if (!timer) timer.emplace(co_await asio::this_coro::executor);
-    timer->expires_after(pause);
+    // While the session is made (one handshake, a few milliseconds unless the agent is slow to
+    // answer): woken when it is settled, or at the deadline.
+    timer->expires_at(deadline);
     co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
-    pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
   co_return nullptr;
 }
@@ -76,6 +76,11 @@ asio::awaitable<void> connector::run_session(std::shared_ptr<link::link> l) {
       session_now_ = live;
     else
       sessions_retry_at_ = std::chrono::steady_clock::now() + retry;
+    for (auto& w : session_waiters_)
+      asio::post(w.executor, [t = std::move(w.timer)] {
+        if (auto timer = t.lock()) timer->cancel();
+      });
+    session_waiters_.clear();
   };
   proto::open_metadata meta;
   meta.service = config_.service;
