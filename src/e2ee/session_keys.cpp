@@ -2,15 +2,14 @@
 // SHA-256 gives each stream's secret from the session's, and each record key from the stream's.
 #include "e2ee/session_keys.hpp"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/kdf.h>
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "core/secret.hpp"
+#include "e2ee/hkdf.hpp"
 #include "tls/certs.hpp"
 
 namespace burrow::e2ee {
@@ -19,24 +18,6 @@ namespace {
 
 constexpr std::string_view id_label = "EXPORTER-burrow-e2ee-session-id";
 constexpr std::string_view secret_label = "EXPORTER-burrow-e2ee-session-secret";
-
-bool hkdf_expand(std::span<const std::uint8_t> key, std::string_view info,
-                 std::span<std::uint8_t> out) {
-  static EVP_KDF* kdf = EVP_KDF_fetch(nullptr, OSSL_KDF_NAME_HKDF, nullptr);
-  if (!kdf) return false;
-  std::unique_ptr<EVP_KDF_CTX, tls::openssl_deleter<&EVP_KDF_CTX_free>> ctx(EVP_KDF_CTX_new(kdf));
-  if (!ctx) return false;
-  static const char mode[] = "EXPAND_ONLY", digest[] = "SHA256";
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_MODE, const_cast<char*>(mode), 0),
-      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, const_cast<char*>(digest), 0),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, const_cast<std::uint8_t*>(key.data()),
-                                        key.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, const_cast<char*>(info.data()),
-                                        info.size()),
-      OSSL_PARAM_construct_end()};
-  return EVP_KDF_derive(ctx.get(), out.data(), out.size(), params) == 1;
-}
 
 std::string info(std::string_view prefix, std::string_view context) {
   std::string out;
@@ -94,10 +75,10 @@ std::unique_ptr<link::record_protection> session_keys::stream(std::uint64_t numb
   std::string context(8, '\0');
   for (int i = 0; i < 8; ++i) context[i] = static_cast<char>(number >> (56 - 8 * i));
   auto secret = std::make_shared<stream_secret>();
-  if (!hkdf_expand(secret_, info("burrow-e2ee stream ", context), secret->bytes))
+  if (!hkdf_sha256_expand(secret_, info("burrow-e2ee stream ", context), secret->bytes))
     throw std::runtime_error("cannot derive an end-to-end stream's secret");
   auto keys = [secret](std::string_view what, std::span<std::uint8_t> out) {
-    return hkdf_expand(secret->bytes, info("burrow-e2ee record ", what), out);
+    return hkdf_sha256_expand(secret->bytes, info("burrow-e2ee record ", what), out);
   };
   return std::make_unique<link::record_protection>(cipher_, std::move(keys), dialer);
 }

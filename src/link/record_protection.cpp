@@ -64,14 +64,20 @@ class record_category_impl : public boost::system::error_category {
   }
 };
 
+// Fetched from the provider once: a cipher from EVP_aes_128_gcm() and the like is fetched
+// again on every EVP_CipherInit_ex with a key, which each end-to-end stream makes twice.
 const EVP_CIPHER* evp_cipher(record_cipher c) {
+  static EVP_CIPHER* const aes_128_gcm = EVP_CIPHER_fetch(nullptr, "AES-128-GCM", nullptr);
+  static EVP_CIPHER* const aes_256_gcm = EVP_CIPHER_fetch(nullptr, "AES-256-GCM", nullptr);
+  static EVP_CIPHER* const chacha20_poly1305 =
+      EVP_CIPHER_fetch(nullptr, "ChaCha20-Poly1305", nullptr);
   switch (c) {
     case record_cipher::aes_128_gcm:
-      return EVP_aes_128_gcm();
+      return aes_128_gcm;
     case record_cipher::aes_256_gcm:
-      return EVP_aes_256_gcm();
+      return aes_256_gcm;
     case record_cipher::chacha20_poly1305:
-      return EVP_chacha20_poly1305();
+      return chacha20_poly1305;
   }
   return nullptr;
 }
