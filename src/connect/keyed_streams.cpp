@@ -40,7 +40,7 @@ constexpr std::chrono::seconds session_retry_refused{1};
 asio::awaitable<std::shared_ptr<connector::live_session>> connector::usable_session(
     std::shared_ptr<link::link> l) {
   const auto deadline = std::chrono::steady_clock::now() + config_.connect_timeout;
-  auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+  std::shared_ptr<asio::steady_timer> timer;  // made the first time this connection must wait
   while (!stopping_) {
     const auto now = std::chrono::steady_clock::now();
     std::shared_ptr<live_session> old;
@@ -54,11 +54,15 @@ asio::awaitable<std::shared_ptr<connector::live_session>> connector::usable_sess
       if (!session_opening_) session_opening_ = start = true;
       // Registered with the check, under the lock: the wake-up cannot come between the two. It is
       // posted to this executor, so it runs once the wait below has begun.
-      if (now < deadline) session_waiters_.push_back({timer->get_executor(), timer});
+      if (timer && now < deadline) session_waiters_.push_back({timer->get_executor(), timer});
     }
     if (old) retire(std::move(old), retire_grace);
     if (start) spawn_logged(l->executor(), run_session(l), "end-to-end session");
     if (now >= deadline) break;
+    if (!timer) {  // then look again, registered this time
+      timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+      continue;
+    }
     // While the session is made (one handshake, a few milliseconds unless the agent is slow to
     // answer): woken when it is settled, or at the deadline.
     timer->expires_at(deadline);
