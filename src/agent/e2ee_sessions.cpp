@@ -3,10 +3,16 @@
 // stream that names the session is keyed from it, once per stream number.
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include "agent/agent.hpp"
 #include "core/deadline.hpp"
+#include "core/duration.hpp"
 #include "e2ee/secure_stream.hpp"
 #include "link/stream.hpp"
 
@@ -49,22 +55,41 @@ asio::awaitable<void> agent::e2ee_session_stream(std::shared_ptr<link::link> l,
     fail(proto::stream_status::overloaded, "too many end-to-end sessions open");
     co_return;
   }
+  const std::string id = keys->id();
+  keys.reset();  // the registry holds the session's keys from here on; this stream its id
   spdlog::debug("service {}: end-to-end session {} with visitor {} opened", svc.name,
-                keys->id().substr(0, 8), meta.visitor_address);
+                id.substr(0, 8), meta.visitor_address);
   // One byte says the session is registered: connect names it on other links only after this.
   boost::system::error_code ec;
   const std::uint8_t ready = 1;
   auto writing = tls.write_all(asio::buffer(&ready, 1), ec);
   co_await std::move(writing);
-  // The session lasts until connect closes the stream, the link goes, or the agent stops.
-  std::uint8_t extra[16];
-  while (!ec) {
-    auto reading = tls.read_some(asio::buffer(extra), ec);
-    if (co_await std::move(reading) > 0 && !ec)
-      ec = boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+  // The session lasts until connect closes the stream, the link goes, or the agent stops. At its
+  // max age the agent forgets it, and its secret with it, even if connect keeps the stream open:
+  // streams that name it are refused from then on, and connect makes a new session.
+  asio::steady_timer expiry(co_await asio::this_coro::executor, config_.e2ee_session_max_age);
+  auto hold = [&]() -> asio::awaitable<void> {
+    std::uint8_t extra[16];
+    while (!ec) {
+      auto reading = tls.read_some(asio::buffer(extra), ec);
+      if (co_await std::move(reading) > 0 && !ec)
+        ec = boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+    }
+    expiry.cancel();
+  };
+  auto expire = [&]() -> asio::awaitable<void> {
+    auto [waited] = co_await expiry.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (waited) co_return;  // the stream ended first
+    e2ee_sessions_.remove(id);
+    spdlog::debug("service {}: end-to-end session {} reached its max age ({}) and is forgotten",
+                  svc.name, id.substr(0, 8), format_duration(config_.e2ee_session_max_age));
+  };
+  {
+    using namespace asio::experimental::awaitable_operators;
+    co_await (hold() && expire());
   }
-  e2ee_sessions_.remove(keys->id());
-  spdlog::debug("service {}: end-to-end session {} closed ({})", svc.name, keys->id().substr(0, 8),
+  e2ee_sessions_.remove(id);
+  spdlog::debug("service {}: end-to-end session {} closed ({})", svc.name, id.substr(0, 8),
                 ec.message());
   if (ec == asio::error::eof) {  // connect closed it: close ours too
     boost::system::error_code ignored;

@@ -7,6 +7,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -152,12 +153,26 @@ asio::awaitable<void> connector::run_session(std::shared_ptr<link::link> l) {
   spdlog::debug("end-to-end session {} with {} open", live->keys->id().substr(0, 8),
                 config_.service);
   // Held until connect retires it or the agent or the link ends it: nothing more comes on it.
+  // Retired at its age even when no new connection comes to find it old, so an idle connect
+  // does not keep the secret past the hour and the grace.
   boost::system::error_code ec;
-  std::uint8_t extra = 0;
-  while (!ec) {
-    auto reading = tls->read_some(asio::buffer(&extra, 1), ec);
-    if (co_await std::move(reading) > 0 && !ec)
-      ec = boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+  asio::steady_timer aging(co_await asio::this_coro::executor, session_max_age);
+  auto hold = [&]() -> asio::awaitable<void> {
+    std::uint8_t extra = 0;
+    while (!ec) {
+      auto reading = tls->read_some(asio::buffer(&extra, 1), ec);
+      if (co_await std::move(reading) > 0 && !ec)
+        ec = boost::system::errc::make_error_code(boost::system::errc::protocol_error);
+    }
+    aging.cancel();
+  };
+  auto age = [&]() -> asio::awaitable<void> {
+    auto [waited] = co_await aging.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (!waited) retire(live, retire_grace);  // its stream's end, after the grace, ends `hold`
+  };
+  {
+    using namespace asio::experimental::awaitable_operators;
+    co_await (hold() && age());
   }
   live->control = nullptr;
   live->dead = true;

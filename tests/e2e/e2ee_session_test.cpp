@@ -5,7 +5,6 @@
 #include <iterator>
 #include <regex>
 #include <string>
-#include <thread>
 
 #include "e2e/tunnel_fixture.hpp"
 
@@ -69,9 +68,13 @@ TEST_F(tunnel_test, AStreamOfAnExpiredSessionIsRefusedAndConnectMakesANewOne) {
   ASSERT_EQ(exchange(visitor.port, "fresh"), "fresh");
   ASSERT_TRUE(visitor.proc->wait_for_line(connect_session_open, 5s)) << visitor.proc->output();
   const std::size_t lines = visitor.proc->line_count();
-  // The session stream stays open while the agent's registry lets the session age out: the next
-  // keyed open is refused, and that connection runs a handshake of its own.
-  std::this_thread::sleep_for(2500ms);
+  // At its max age the agent forgets the session, and its secret, with no connection to prompt
+  // it. The session stream stays open: the next keyed open is refused, and that connection runs
+  // a handshake of its own.
+  ASSERT_TRUE(agent.proc->wait_for_line(
+      std::regex(R"(end-to-end session [0-9a-f]{8} reached its max age \(2s\) and is forgotten)"),
+      10s))
+      << agent.proc->output();
   ASSERT_EQ(exchange(visitor.port, "expired"), "expired") << visitor.proc->output();
   EXPECT_TRUE(visitor.proc->wait_for_line_after(
       lines, std::regex(R"(refused \(no such service\); running a handshake instead)"), 5s))
