@@ -10,7 +10,6 @@
 
 #include "core/secret.hpp"
 #include "e2ee/hkdf.hpp"
-#include "tls/certs.hpp"
 
 namespace burrow::e2ee {
 
