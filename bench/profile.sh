@@ -7,7 +7,7 @@
 #
 #   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k|http1k-close]
 #                    [--seconds N] [--tool perf|strace|callgrind|sched|heaptrack|none]
-#                    [--mode tunnel|e2e|blind|socat|socat-chain]
+#                    [--mode tunnel|e2e|blind|inspect|socat|socat-chain]
 #                    [--warmup N]
 #                    [--keep DIR] [--connections N] [--heap] [--relay-workers N]
 #
@@ -15,6 +15,8 @@
 # load's entry, so three processes are sampled. --mode blind: an HTTPS share URL
 # (`burrow http --mode blind`): wrk speaks HTTPS to the relay's HTTPS listener (SNI
 # bench.burrow.localhost, through bench/wrk-loopback.lua), TLS ends at the agent; http1k loads only.
+# --mode inspect: the same with `burrow http --mode inspect`: TLS ends at the relay, which runs the
+# HTTP proxy and sends HTTP/1.1 over the link.
 # bulk: one iperf3 stream; bulk8: eight; http1k: wrk over 1 KiB, --connections of them (50;
 # with 1, wrk -t1: one request at a time, the latency path); http1k-close: the same with a new
 # connection per request, as the *_close columns. Everything on
@@ -82,7 +84,7 @@ case "$tool" in
   *) echo "unknown tool $tool" >&2; exit 2 ;;
 esac
 case "$mode" in
-  tunnel | e2e | blind | socat | socat-chain) ;;
+  tunnel | e2e | blind | inspect | socat | socat-chain) ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
 if [ "$heap" = 1 ] && { [ "$tool" != none ] || ! command -v gdb >/dev/null; }; then
@@ -91,8 +93,9 @@ fi
 if [ "${mode#socat}" != "$mode" ] && [ "$tool" != sched ]; then
   echo "--mode $mode takes --tool sched only" >&2; exit 2
 fi
-if [ "$mode" = blind ] && [ "${load%-close}" != http1k ]; then
-  echo "--mode blind takes the http1k loads only" >&2; exit 2
+share=""; { [ "$mode" = blind ] || [ "$mode" = inspect ]; } && share=$mode
+if [ -n "$share" ] && [ "${load%-close}" != http1k ]; then
+  echo "--mode $mode takes the http1k loads only" >&2; exit 2
 fi
 tmp=$(mktemp -d)
 pids=()
@@ -149,7 +152,7 @@ if [ "${mode#socat}" != "$mode" ]; then
   [ "$mode" = socat-chain ] && socat_to "$public"
   sleep 0.3
 else
-  https=""; [ "$mode" = blind ] && https=127.0.0.1:0
+  https=""; [ -n "$share" ] && https=127.0.0.1:0
   flags=(--state-dir "$tmp/state" --listen 127.0.0.1:0 --public-bind 127.0.0.1 --port-range 0
     --https-listen "$https" --http-listen "" --source-connections 0 --source-rate 0
     --link-encryption "$link")
@@ -159,15 +162,15 @@ else
   pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
   agent_args=(tcp "$target" --no-e2ee)
   [ "$mode" = e2e ] && agent_args=(tcp "$target" --state-dir "$tmp/agent")
-  [ "$mode" = blind ] &&
-    agent_args=(http "$target" --name bench --mode blind --state-dir "$tmp/agent")
+  [ -n "$share" ] &&
+    agent_args=(http "$target" --name bench --mode "$share" --state-dir "$tmp/agent")
   "${run[@]}" $(heap agent) "$burrow" "${agent_args[@]}" --relay "127.0.0.1:$port" \
     --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" --link-encryption "$link" \
     >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)
   sampled="$relay,$agent"
   if [ "$mode" = tunnel ]; then
     public=$(wait_for "$tmp/agent.log" 'public at 127\.0\.0\.1:\K\d+')
-  elif [ "$mode" = blind ]; then
+  elif [ -n "$share" ]; then
     public=$(wait_for "$tmp/agent.log" 'is public at https://bench\.burrow\.localhost:\K\d+')
     url="https://bench.burrow.localhost:PORT/1k.bin" script=(-s bench/wrk-loopback.lua)
   else
