@@ -228,6 +228,15 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
   return read_tls(b, ec);
 }
 
+bool secure_stream::readable_now() const {
+  return broken_ || peer_fin_ || peer_closed_ || !opened_.empty() || !io_.in.empty() ||
+         (ssl_ && SSL_has_pending(ssl_));
+}
+
+asio::awaitable<void> secure_stream::wait_readable() {
+  return carrier_->wait_readable();  // the carrier's own wait: no coroutine frame of ours
+}
+
 // Reading through OpenSSL's records (and a read of nothing).
 asio::awaitable<std::size_t> secure_stream::read_tls(asio::mutable_buffer b, error_code& ec) {
   if (b.size() == 0) co_return 0;

@@ -80,6 +80,13 @@ class secure_stream {
   // without close_notify is ssl::error::stream_truncated; a reset stream is connection_reset.
   boost::asio::awaitable<std::size_t> read_some(boost::asio::mutable_buffer b,
                                                 boost::system::error_code& ec);
+  // Whether read_some would start without waiting for the carrier: plaintext or ciphertext in
+  // hand, the peer's close, or a failure to report.
+  bool readable_now() const;
+  // For a reader that holds no buffer while it waits: returns once the carrier has bytes, its
+  // peer's half-close or a reset (read_some then says which). Call when !readable_now(), as the
+  // only reader.
+  boost::asio::awaitable<void> wait_readable();
   // Encrypts and sends all of `b`, waiting for the stream's credit as needed.
   boost::asio::awaitable<void> write_all(boost::asio::const_buffer b,
                                          boost::system::error_code& ec);

@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 #include <exception>
 #include <memory>
+#include <vector>
 
 #include "core/drained.hpp"
 #include "link/stream.hpp"
@@ -27,31 +28,76 @@ namespace {
 constexpr std::size_t small_chunk = 4 * 1024;
 constexpr std::size_t chunk = 16 * 1024;
 
-std::atomic<std::size_t> held{0};
+std::atomic<std::size_t> held{0};    // buffers a direction has now
+std::atomic<std::size_t> chosen{0};  // the sizes the directions read with
 
-// One direction's buffer. Every visitor holds two at each end for as long as it is connected,
-// busy or not, so their size is memory per visitor.
-class read_buffer {
+// Small buffers this thread's directions gave back while they wait, for the next one that has
+// bytes to read: a waiting visitor holds none, and taking one costs no allocation. Only used from
+// running coroutines, never from a frame's destructor, so it is alive whenever it is touched.
+class spare_buffers {
  public:
-  read_buffer() { resize(small_chunk); }
-  ~read_buffer() { held.fetch_sub(size_, std::memory_order_relaxed); }
-  read_buffer(const read_buffer&) = delete;
-  read_buffer& operator=(const read_buffer&) = delete;
-  asio::mutable_buffer whole() { return asio::buffer(data_.get(), size_); }
-  std::uint8_t* data() { return data_.get(); }
-  // After a read of `n` bytes has been passed on: a read that filled the buffer grows it.
-  void after_read(std::size_t n) {
-    if (n == size_ && size_ < chunk) resize(chunk);
+  std::unique_ptr<std::uint8_t[]> take() {
+    if (free_.empty()) return std::make_unique_for_overwrite<std::uint8_t[]>(small_chunk);
+    auto b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+  void give(std::unique_ptr<std::uint8_t[]> b) {
+    if (free_.size() < max_kept) free_.push_back(std::move(b));
   }
 
  private:
-  void resize(std::size_t n) {
-    data_ = std::make_unique_for_overwrite<std::uint8_t[]>(n);
-    held.fetch_add(n - size_, std::memory_order_relaxed);
-    size_ = n;
+  static constexpr std::size_t max_kept = 64;  // 256 KiB a thread at most
+  std::vector<std::unique_ptr<std::uint8_t[]>> free_;
+};
+
+spare_buffers& spares() {
+  static thread_local spare_buffers kept;
+  return kept;
+}
+
+// One direction's buffer, there only while the direction has bytes to move: a visitor holds two
+// at each end while it is connected, and their size was memory per visitor, busy or not.
+class read_buffer {
+ public:
+  read_buffer() { chosen.fetch_add(size_, std::memory_order_relaxed); }
+  ~read_buffer() {
+    if (data_) held.fetch_sub(size_, std::memory_order_relaxed);
+    chosen.fetch_sub(size_, std::memory_order_relaxed);
   }
+  read_buffer(const read_buffer&) = delete;
+  read_buffer& operator=(const read_buffer&) = delete;
+  // The buffer for a read, taken now if the direction has none.
+  asio::mutable_buffer whole() {
+    if (!data_) {
+      data_ = size_ == small_chunk ? spares().take()
+                                   : std::make_unique_for_overwrite<std::uint8_t[]>(size_);
+      held.fetch_add(size_, std::memory_order_relaxed);
+    }
+    return asio::buffer(data_.get(), size_);
+  }
+  std::uint8_t* data() { return data_.get(); }
+  // After a read of `n` bytes has been passed on: a read that filled the buffer grows it.
+  void after_read(std::size_t n) {
+    if (n < size_ || size_ >= chunk) return;
+    give_back();
+    chosen.fetch_add(chunk - size_, std::memory_order_relaxed);
+    size_ = chunk;
+  }
+  // Before the direction waits for bytes.
+  void give_back() {
+    if (!data_) return;
+    held.fetch_sub(size_, std::memory_order_relaxed);
+    if (size_ == small_chunk) {
+      spares().give(std::move(data_));
+    } else {
+      data_.reset();
+    }
+  }
+
+ private:
   std::unique_ptr<std::uint8_t[]> data_;
-  std::size_t size_ = 0;
+  std::size_t size_ = small_chunk;
 };
 
 struct splice_state {
@@ -75,9 +121,17 @@ asio::awaitable<void> socket_to_tls(splice_state* st) {
   bool drained = true;  // the last read left the socket empty (core/drained.hpp)
   while (!st->failed) {
     error_code ec;
-    auto read = receive_when_ready(st->socket, buf.whole(), drained, ec);
-    std::size_t n = co_await std::move(read);
-    if (st->failed) co_return;
+    if (drained) {  // wait for epoll's edge with no buffer
+      buf.give_back();
+      auto [e] = co_await async_wait_readable(st->socket, asio::as_tuple(asio::use_awaitable));
+      if (st->failed) co_return;
+      if (e) {
+        fail(st);
+        co_return;
+      }
+    }
+    std::size_t n = receive_some(st->socket, buf.whole(), drained, ec);
+    if (ec == asio::error::would_block) continue;
     if (ec == asio::error::eof) {
       auto shut = st->tls.shutdown_send(ec);
       co_await std::move(shut);
@@ -102,6 +156,12 @@ asio::awaitable<void> tls_to_socket(splice_state* st) {
   read_buffer buf;
   while (!st->failed) {
     error_code ec;
+    if (!st->tls.readable_now()) {  // wait for the stream's bytes with no buffer
+      buf.give_back();
+      auto ready = st->tls.wait_readable();
+      co_await std::move(ready);
+      if (st->failed) co_return;
+    }
     auto read = st->tls.read_some(buf.whole(), ec);
     std::size_t n = co_await std::move(read);
     if (st->failed) co_return;
@@ -132,6 +192,10 @@ asio::awaitable<void> tls_to_socket(splice_state* st) {
 
 std::size_t splice_buffer_bytes() {
   return held.load(std::memory_order_relaxed);
+}
+
+std::size_t splice_read_sizes() {
+  return chosen.load(std::memory_order_relaxed);
 }
 
 asio::awaitable<void> splice(tcp::socket& socket, secure_stream& tls) {

@@ -16,8 +16,11 @@ namespace burrow::e2ee {
 // tls.stream().finish(). The socket must live on the stream's executor; the handshake is done.
 boost::asio::awaitable<void> splice(boost::asio::ip::tcp::socket& socket, secure_stream& tls);
 
-// What every splice in this process holds for its reads right now: 4 KiB each way per visitor,
-// 16 KiB for a direction once a read has filled its buffer.
+// What every splice in this process holds for its reads right now: a direction has a buffer only
+// while it has bytes to move, none while it waits for them.
 std::size_t splice_buffer_bytes();
+// What they would hold if every direction were reading at once: 4 KiB each way per visitor,
+// 16 KiB for a direction once a read has filled its buffer.
+std::size_t splice_read_sizes();
 
 }  // namespace burrow::e2ee

@@ -199,7 +199,8 @@ TEST(E2eeSplice, ServiceResetResetsTheStreamAndTheVisitor) {
 // A visitor that speaks in turns: sends `size` bytes, reads the echo of all of them, and notes
 // what the splices hold then; twice, with a small and a large message, then half-closes.
 struct turns_result {
-  std::size_t after_small = 0, after_large = 0;
+  std::size_t after_small = 0, after_large = 0;              // splice_buffer_bytes()
+  std::size_t sizes_after_small = 0, sizes_after_large = 0;  // splice_read_sizes()
   bool echoed = false;
   error_code ec;
 };
@@ -228,9 +229,11 @@ asio::awaitable<turns_result> visitor_in_turns(tcp::endpoint at, const std::stri
   auto first = echo_turn(&socket, small, &r.ec);
   bool small_ok = co_await std::move(first);
   r.after_small = splice_buffer_bytes();
+  r.sizes_after_small = splice_read_sizes();
   auto second = echo_turn(&socket, large, &r.ec);
   bool large_ok = small_ok && co_await std::move(second);
   r.after_large = splice_buffer_bytes();
+  r.sizes_after_large = splice_read_sizes();
   r.echoed = small_ok && large_ok;
   error_code ec;
   socket.shutdown(tcp::socket::shutdown_send, ec);
@@ -262,25 +265,29 @@ asio::awaitable<turns_result> turns_through_splices(test::link_pair* pair,
   co_return co_await (std::move(near) && std::move(far) && std::move(visit));
 }
 
-// Each visitor holds a buffer each way at both ends for as long as it stays connected: 4 KiB
-// while its messages fit, a whole record's 16 KiB for a direction once a read has filled it.
-TEST(E2eeSplice, BuffersStaySmallForSmallMessagesAndGrowForLargeOnes) {
+// A direction reads with 4 KiB while its messages fit and with a whole record's 16 KiB once a
+// read has filled its buffer, and holds no buffer at all while it waits for bytes: once each
+// echo is back, all four directions of the two splices wait, and hold nothing.
+TEST(E2eeSplice, BuffersAreHeldOnlyWhileBytesMoveAndGrowForLargeMessages) {
   test::tcp_server echo(test::server_mode::echo);
   asio::io_context ioc;
   test::link_pair pair(ioc);
   test::agent_contexts ctx;
   const std::string small = test::deterministic_bytes(1000, 11);
   const std::string large = test::deterministic_bytes(256 * 1024, 12);
-  ASSERT_EQ(splice_buffer_bytes(), 0u) << "a splice of an earlier test is still running";
+  ASSERT_EQ(splice_read_sizes(), 0u) << "a splice of an earlier test is still running";
   auto r = test::run_with_links(ioc, pair,
                                 turns_through_splices(&pair, &ctx, echo.port(), &small, &large),
                                 std::chrono::seconds(30));
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->ec) << r->ec.message();
   EXPECT_TRUE(r->echoed);
-  EXPECT_EQ(r->after_small, 4u * 4 * 1024);  // two splices, two directions each
-  EXPECT_EQ(r->after_large, 4u * 16 * 1024);
-  EXPECT_EQ(splice_buffer_bytes(), 0u);  // given back when the splices ended
+  EXPECT_EQ(r->after_small, 0u);
+  EXPECT_EQ(r->after_large, 0u);
+  EXPECT_EQ(r->sizes_after_small, 4u * 4 * 1024);  // two splices, two directions each
+  EXPECT_EQ(r->sizes_after_large, 4u * 16 * 1024);
+  EXPECT_EQ(splice_buffer_bytes(), 0u);  // and none when the splices ended
+  EXPECT_EQ(splice_read_sizes(), 0u);
 }
 
 }  // namespace
