@@ -230,7 +230,7 @@ asio::awaitable<std::size_t> secure_stream::read_some(asio::mutable_buffer b, er
 
 bool secure_stream::readable_now() const {
   return broken_ || peer_fin_ || peer_closed_ || !opened_.empty() || !io_.in.empty() ||
-         (ssl_ && SSL_has_pending(ssl_));
+         (ssl_ && (SSL_has_pending(ssl_) || (SSL_get_shutdown(ssl_) & SSL_RECEIVED_SHUTDOWN)));
 }
 
 asio::awaitable<void> secure_stream::wait_readable() {
