@@ -9,9 +9,9 @@
 #include <boost/asio/write.hpp>
 #include <exception>
 #include <memory>
-#include <vector>
 
 #include "core/drained.hpp"
+#include "core/spare_buffers.hpp"
 #include "link/stream.hpp"
 #include "link/write_now.hpp"
 
@@ -25,36 +25,11 @@ namespace {
 
 // Reads start small (requests and responses fit) and grow to a whole record's worth once one
 // fills the buffer (bulk), for the rest of the connection.
-constexpr std::size_t small_chunk = 4 * 1024;
+constexpr std::size_t small_chunk = spare_buffer_size;
 constexpr std::size_t chunk = 16 * 1024;
 
 std::atomic<std::size_t> held{0};    // buffers a direction has now
 std::atomic<std::size_t> chosen{0};  // the sizes the directions read with
-
-// Small buffers this thread's directions gave back while they wait, for the next one that has
-// bytes to read: a waiting visitor holds none, and taking one costs no allocation. Only used from
-// running coroutines, never from a frame's destructor, so it is alive whenever it is touched.
-class spare_buffers {
- public:
-  std::unique_ptr<std::uint8_t[]> take() {
-    if (free_.empty()) return std::make_unique_for_overwrite<std::uint8_t[]>(small_chunk);
-    auto b = std::move(free_.back());
-    free_.pop_back();
-    return b;
-  }
-  void give(std::unique_ptr<std::uint8_t[]> b) {
-    if (free_.size() < max_kept) free_.push_back(std::move(b));
-  }
-
- private:
-  static constexpr std::size_t max_kept = 64;  // 256 KiB a thread at most
-  std::vector<std::unique_ptr<std::uint8_t[]>> free_;
-};
-
-spare_buffers& spares() {
-  static thread_local spare_buffers kept;
-  return kept;
-}
 
 // One direction's buffer, there only while the direction has bytes to move: a visitor holds two
 // at each end while it is connected, and their size was memory per visitor, busy or not.
@@ -62,21 +37,21 @@ class read_buffer {
  public:
   read_buffer() { chosen.fetch_add(size_, std::memory_order_relaxed); }
   ~read_buffer() {
-    if (data_) held.fetch_sub(size_, std::memory_order_relaxed);
+    give_back();
     chosen.fetch_sub(size_, std::memory_order_relaxed);
   }
   read_buffer(const read_buffer&) = delete;
   read_buffer& operator=(const read_buffer&) = delete;
-  // The buffer for a read, taken now if the direction has none.
+  // The buffer for a read, taken now if the direction has none: a small one from this thread's
+  // spares (core/spare_buffers.hpp).
   asio::mutable_buffer whole() {
     if (!data_) {
-      data_ = size_ == small_chunk ? spares().take()
-                                   : std::make_unique_for_overwrite<std::uint8_t[]>(size_);
+      data_ = spare_allocator<std::uint8_t>{}.allocate(size_);
       held.fetch_add(size_, std::memory_order_relaxed);
     }
-    return asio::buffer(data_.get(), size_);
+    return asio::buffer(data_, size_);
   }
-  std::uint8_t* data() { return data_.get(); }
+  std::uint8_t* data() { return data_; }
   // After a read of `n` bytes has been passed on: a read that filled the buffer grows it.
   void after_read(std::size_t n) {
     if (n < size_ || size_ >= chunk) return;
@@ -88,15 +63,12 @@ class read_buffer {
   void give_back() {
     if (!data_) return;
     held.fetch_sub(size_, std::memory_order_relaxed);
-    if (size_ == small_chunk) {
-      spares().give(std::move(data_));
-    } else {
-      data_.reset();
-    }
+    spare_allocator<std::uint8_t>{}.deallocate(data_, size_);
+    data_ = nullptr;
   }
 
  private:
-  std::unique_ptr<std::uint8_t[]> data_;
+  std::uint8_t* data_ = nullptr;
   std::size_t size_ = small_chunk;
 };
 
