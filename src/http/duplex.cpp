@@ -2,6 +2,7 @@
 #include "http/duplex.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -26,6 +27,15 @@ class tcp_duplex final : public duplex {
     error_code ec;
     s.non_blocking(true, ec);
     non_blocking_ = !ec;  // write_now and receive_some must never wait
+  }
+  bool readable_now() const override { return non_blocking_ && !drained_; }
+  asio::awaitable<void> wait_readable() override {
+    // The read after it tries a recv first (and waits again if that finds nothing after all).
+    drained_ = false;
+    if (non_blocking_)
+      return async_wait_readable(socket_, asio::redirect_error(asio::use_awaitable, wait_error_));
+    return socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                              asio::redirect_error(asio::use_awaitable, wait_error_));
   }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
     // Drained reads (core/drained.hpp): no recv that fails before each wait.
@@ -58,13 +68,16 @@ class tcp_duplex final : public duplex {
 
   asio::ip::tcp::socket& socket_;
   bool non_blocking_ = false;
-  bool drained_ = true;  // the last read left the socket empty: wait for epoll's edge first
+  bool drained_ = true;    // the last read left the socket empty: wait for epoll's edge first
+  error_code wait_error_;  // the read that follows finds the same error itself
 };
 
 class tls_duplex final : public duplex {
  public:
   tls_duplex(e2ee::secure_stream& tls, bool truncation_is_eof)
       : tls_(tls), truncation_is_eof_(truncation_is_eof) {}
+  bool readable_now() const override { return tls_.readable_now(); }
+  asio::awaitable<void> wait_readable() override { return tls_.wait_readable(); }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
     if (!truncation_is_eof_) return tls_.read_some(b, ec);
     return read_truncation_as_eof(b, ec);
@@ -90,6 +103,8 @@ class tls_duplex final : public duplex {
 class stream_duplex final : public duplex {
  public:
   explicit stream_duplex(std::shared_ptr<link::stream> s) : stream_(std::move(s)) {}
+  bool readable_now() const override { return stream_->readable_now(); }
+  asio::awaitable<void> wait_readable() override { return stream_->wait_readable(); }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
     return stream_->read_some(b, ec);
   }

@@ -18,11 +18,17 @@ class stream;
 
 namespace burrow::http {
 
-// At most one read and one write may be in flight at once. read_some ends with eof after the
-// peer's half-close.
+// At most one read (wait_readable counts as one) and one write may be in flight at once.
+// read_some ends with eof after the peer's half-close.
 class duplex {
  public:
   virtual ~duplex() = default;
+  // Whether a read would not wait: bytes in hand, the peer's half-close, an error. False may also
+  // mean "cannot tell without a read".
+  virtual bool readable_now() const = 0;
+  // Returns once a read would not wait, holding no buffer meanwhile: a reader that has nothing
+  // in hand can give its buffer back first. A wait that fails leaves the error for the read.
+  virtual boost::asio::awaitable<void> wait_readable() = 0;
   virtual boost::asio::awaitable<std::size_t> read_some(boost::asio::mutable_buffer b,
                                                         boost::system::error_code& ec) = 0;
   virtual boost::asio::awaitable<void> write_all(boost::asio::const_buffer b,

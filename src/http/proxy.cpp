@@ -3,6 +3,7 @@
 #include "http/proxy.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/spare_buffers.hpp"
 #include "http/head_parser.hpp"
 #include "link/event.hpp"
 
@@ -30,25 +32,47 @@ using clock = std::chrono::steady_clock;
 namespace {
 
 // Reads and body pieces start small and grow to these sizes once a message needs them: a
-// connection that carries small requests and responses (most of them, and every idle one) keeps
-// a few KiB per side instead of 16 KiB for each buffer (docs/performance.md, "Memory per HTTPS
-// visitor").
-constexpr std::size_t first_read_size = 4 * 1024;
+// connection that carries small requests and responses (most of them) uses a few KiB per side
+// instead of 16 KiB for each buffer (docs/performance.md, "Memory per HTTPS visitor"). A read
+// buffer is held only while a side has bytes in hand (none while it waits for a visitor's next
+// request or the local service's answer), and between messages a side keeps no body piece or
+// outbox larger than kept_between_messages ("The HTTP proxy: buffers only while bytes move").
+constexpr std::size_t first_read_size = spare_buffer_size;
 constexpr std::size_t read_size = 16 * 1024;
 constexpr std::size_t min_piece_size = 1024;
 constexpr std::size_t piece_size = 16 * 1024;
 constexpr std::size_t flush_at = 32 * 1024;
 constexpr std::size_t max_pipelined = 32;
+constexpr std::size_t kept_between_messages = 4 * 1024;
+
+std::atomic<std::size_t> read_bytes_held{0};
+
+// The read buffers' storage: small ones from the thread's spares, and every byte counted.
+template <class T>
+struct read_allocator : spare_allocator<T> {
+  read_allocator() = default;
+  template <class U>
+  read_allocator(const read_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    T* p = spare_allocator<T>::allocate(n);
+    read_bytes_held.fetch_add(n * sizeof(T), std::memory_order_relaxed);
+    return p;
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    read_bytes_held.fetch_sub(n * sizeof(T), std::memory_order_relaxed);
+    spare_allocator<T>::deallocate(p, n);
+  }
+};
 
 // Bytes from one side, with what has arrived but not been parsed yet.
 struct inbound {
   duplex& io;
-  boost::beast::flat_buffer buf{max_head_size + read_size};
+  boost::beast::basic_flat_buffer<read_allocator<char>> buf{max_head_size + read_size};
   bool eof = false;
   std::size_t next_read = first_read_size;  // read_size after a read that filled its room
   // Where the parser puts decoded body bytes: made for the first body that has any, grown when a
-  // later one can use more, and kept for the connection, so responses of one size cost no
-  // allocation of their own.
+  // later one can use more, and kept for the connection while it is small (rest()), so
+  // responses of one size cost no allocation of their own.
   std::unique_ptr<char[]> piece = nullptr;
   std::size_t piece_capacity = 0;
 
@@ -64,7 +88,22 @@ struct inbound {
     return piece.get();
   }
 
+  // Between messages: an empty read buffer goes back to the spares, a large body piece to the
+  // heap.
+  void rest() {
+    if (buf.size() == 0) buf.shrink_to_fit();
+    if (piece_capacity <= kept_between_messages) return;
+    piece.reset();
+    piece_capacity = 0;
+  }
+
   asio::awaitable<error_code> fill() {
+    if (buf.size() == 0 && !io.readable_now()) {
+      // Nothing in hand and nothing to read yet: wait holding no buffer.
+      buf.shrink_to_fit();
+      auto ready = io.wait_readable();
+      co_await std::move(ready);
+    }
     std::size_t room = std::min(next_read, buf.max_size() - buf.size());
     if (room == 0) co_return bh::error::header_limit;
     error_code ec;
@@ -89,6 +128,11 @@ struct outbound {
     co_await std::move(writing);
     pending.clear();
     co_return ec;
+  }
+
+  // Between messages, once flushed: a large outbox goes back to the heap.
+  void rest() {
+    if (pending.empty() && pending.capacity() > kept_between_messages) std::string().swap(pending);
   }
 };
 
@@ -119,6 +163,8 @@ void prepare_parser(Parser& p) {
 template <class Parser>
 asio::awaitable<error_code> read_head(inbound& in, Parser& p, outbound& out,
                                       std::string* head = nullptr) {
+  in.rest();
+  if (head && head->capacity() > kept_between_messages) std::string().swap(*head);
   for (;;) {
     error_code ec = bh::error::need_more;
     if (in.buf.size() > 0) {
@@ -133,6 +179,7 @@ asio::awaitable<error_code> read_head(inbound& in, Parser& p, outbound& out,
     if (ec != bh::error::need_more) co_return ec;
     if (in.eof) co_return asio::error::eof;
     if (auto flushed = co_await out.flush(); flushed) co_return flushed;
+    out.rest();
     if (auto filled = co_await in.fill(); filled && filled != asio::error::eof) co_return filled;
   }
 }
@@ -359,6 +406,9 @@ class session {
     while (!closed_) {
       if (queue_.empty()) {
         if (requests_done_) break;
+        // The visitor's next request is awaited: the local side rests too.
+        from_local_.rest();
+        to_visitor_.rest();
         co_await queue_changed_.wait();
         continue;
       }
@@ -497,6 +547,10 @@ asio::awaitable<void> answer_and_close(duplex& visitor, std::string response) {
     in.buf.consume(in.buf.size());
     ec = co_await in.fill();
   }
+}
+
+std::size_t proxy_read_buffer_bytes() {
+  return read_bytes_held.load(std::memory_order_relaxed);
 }
 
 asio::awaitable<proxy_result> proxy(duplex& visitor, duplex& local, proxy_options options) {

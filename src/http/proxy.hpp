@@ -47,4 +47,8 @@ boost::asio::awaitable<void> answer_and_close(duplex& visitor, std::string respo
 // Runs until both directions are done. Neither duplex is closed; on an error both are aborted.
 boost::asio::awaitable<proxy_result> proxy(duplex& visitor, duplex& local, proxy_options options);
 
+// What every proxy in this process holds for its reads right now: a side has a read buffer only
+// while it has bytes in hand, none while it waits for them.
+std::size_t proxy_read_buffer_bytes();
+
 }  // namespace burrow::http

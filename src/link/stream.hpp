@@ -71,6 +71,7 @@ class stream : public std::enable_shared_from_this<stream> {
                                                  boost::system::error_code& ec);
   // Returns once a read would not wait: bytes queued, the peer's half-close, or a reset.
   boost::asio::awaitable<void> wait_readable();
+  bool readable_now() const { return reset_ || !inbound_.empty() || inbound_fin_; }
   // The relay's bridge between a visitor's stream and an agent's, with no coroutine (the relay
   // reads nothing but the frames: end to end, the bytes are TLS between the visitor and the
   // agent). From now on each of `a` and `b` hands what its peer sends on to the other from its

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/drained.hpp"
 #include "harness/net.hpp"
 
 namespace burrow::http {
@@ -72,6 +73,9 @@ asio::awaitable<void> serve_one(tcp::acceptor& acceptor, std::uint16_t local_por
   tcp::socket local_socket(acceptor.get_executor());
   co_await local_socket.async_connect({asio::ip::make_address("127.0.0.1"), local_port},
                                       asio::use_awaitable);
+  // As the relay's and agent's sockets: each read says whether it emptied the socket.
+  report_queued_bytes(visitor_socket);
+  report_queued_bytes(local_socket);
   auto visitor = make_tcp_duplex(visitor_socket);
   auto local = make_tcp_duplex(local_socket);
   *result = co_await proxy(*visitor, *local, std::move(options));
@@ -595,6 +599,57 @@ TEST(HttpProxy, SmallMessagesKeepSmallBuffers) {
   EXPECT_TRUE(rig.finished(5s));
   EXPECT_EQ(rig.result().requests, static_cast<std::size_t>(requests));
   EXPECT_LE(rig.result().buffer_capacity, 16u * 1024);
+}
+
+// Polls proxy_read_buffer_bytes() until it reads `want`; false at the deadline.
+bool read_buffers_come_to(std::size_t want, std::chrono::milliseconds deadline) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  while (proxy_read_buffer_bytes() != want) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+TEST(HttpProxy, ReadBuffersAreHeldOnlyWhileBytesMoveAndLargeOnesGoBackBetweenMessages) {
+  // A keep-alive visitor spends most of its life between requests. The proxy held a read buffer
+  // for each side all that time (4 KiB each, 16 KiB once a read had filled one), and kept a large
+  // response's body piece (16 KiB) and outbox (over 32 KiB) for the rest of the connection.
+  const std::string small = test::deterministic_bytes(1024, 11);
+  const std::string large = test::deterministic_bytes(300000, 12);
+  const std::vector<const std::string*> bodies = {&small, &large, &small};
+  proxy_rig rig([&](int fd) {
+    std::string have;
+    for (const std::string* body : bodies) {
+      auto head = read_until(fd, "\r\n\r\n", 10s, &have);
+      if (!head) return;
+      have = head->substr(head->find("\r\n\r\n") + 4);
+      std::string response =
+          "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body->size()) + "\r\n\r\n";
+      if (!test::write_all(fd, response + *body, 10s)) return;
+    }
+    read_until(fd, "never", 5s);
+  });
+  int fd = rig.connect();
+  ASSERT_GE(fd, 0);
+  std::string have;
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    ASSERT_TRUE(test::write_all(fd, "GET /r HTTP/1.1\r\nHost: web\r\n\r\n", 10s))
+        << "request " << i;
+    auto got = read_response_body(fd, have, 10s);
+    ASSERT_TRUE(got) << "response " << i;
+    ASSERT_EQ(*got, *bodies[i]) << "response " << i;
+    // Waiting for the next request: neither side holds a read buffer (well before the head
+    // deadline, 5 s, ends the connection and with it every buffer).
+    EXPECT_TRUE(read_buffers_come_to(0, 2s))
+        << "after response " << i << ": " << proxy_read_buffer_bytes() << " bytes held";
+  }
+  ::close(fd);
+  EXPECT_TRUE(rig.finished(5s));
+  EXPECT_EQ(rig.result().requests, bodies.size());
+  // What is left at the end: the read that found the visitor's EOF (4 KiB), the small body
+  // piece and outboxes. Kept, the large response's piece and outbox came to over 20 KiB more.
+  EXPECT_LE(rig.result().buffer_capacity, 8u * 1024);
 }
 
 TEST(HttpProxy, ALocalServiceThatClosesWithoutAnswerGives502) {
