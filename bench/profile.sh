@@ -5,7 +5,8 @@
 # with --tool strace, counts their system calls (`strace -c -f`, which slows them: compare the
 # mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
-#   bench/profile.sh [--burrow PATH] [--link tls|none] [--load bulk|bulk8|http1k|http1k-close]
+#   bench/profile.sh [--burrow PATH] [--link tls|none]
+#                    [--load bulk|bulk8|http1k|http1k-close|http1k-idle]
 #                    [--seconds N] [--tool perf|strace|callgrind|sched|heaptrack|none]
 #                    [--mode tunnel|e2e|blind|inspect|socat|socat-chain]
 #                    [--warmup N]
@@ -19,7 +20,10 @@
 # HTTP proxy and sends HTTP/1.1 over the link.
 # bulk: one iperf3 stream; bulk8: eight; http1k: wrk over 1 KiB, --connections of them (50;
 # with 1, wrk -t1: one request at a time, the latency path); http1k-close: the same with a new
-# connection per request, as the *_close columns. Everything on
+# connection per request, as the *_close columns; http1k-idle (--tool none only): --connections
+# keep-alive visitors (bench/lib/idle_visitors.py, on CPU 1) that each ask once and then stay
+# connected and quiet, and --seconds after the last has its answer the processes' memory is read
+# (with --heap, the heap in use too): memory per idle visitor. Everything on
 # 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk
 # (scripts/setup.sh).
 #
@@ -78,7 +82,14 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-case "$load" in bulk | bulk8 | http1k | http1k-close) ;; *) echo "unknown load $load" >&2; exit 2 ;; esac
+case "$load" in
+  bulk | bulk8) http=0 ;;
+  http1k | http1k-close | http1k-idle) http=1 ;;
+  *) echo "unknown load $load" >&2; exit 2 ;;
+esac
+if [ "$load" = http1k-idle ] && [ "$tool" != none ]; then
+  echo "--load http1k-idle takes --tool none" >&2; exit 2
+fi
 case "$tool" in
   perf | strace | callgrind | sched | heaptrack | none) ;;
   *) echo "unknown tool $tool" >&2; exit 2 ;;
@@ -94,7 +105,7 @@ if [ "${mode#socat}" != "$mode" ] && [ "$tool" != sched ]; then
   echo "--mode $mode takes --tool sched only" >&2; exit 2
 fi
 share=""; { [ "$mode" = blind ] || [ "$mode" = inspect ]; } && share=$mode
-if [ -n "$share" ] && [ "${load%-close}" != http1k ]; then
+if [ -n "$share" ] && [ "$http" = 0 ]; then
   echo "--mode $mode takes the http1k loads only" >&2; exit 2
 fi
 tmp=$(mktemp -d)
@@ -126,7 +137,7 @@ wait_for() {  # FILE REGEX: the first match's first group, within 10 s (60 s und
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 target=$(free_port)
-if [ "${load%-close}" != http1k ]; then
+if [ "$http" = 0 ]; then
   taskset -c 1 iperf3 -s -B 127.0.0.1 -p "$target" >/dev/null 2>&1 & pids+=($!)
 else
   mkdir -p "$tmp/www" && head -c 1024 /dev/urandom >"$tmp/www/1k.bin"
@@ -200,15 +211,22 @@ elif [ "$tool" = heaptrack ]; then
 elif [ "$tool" = none ]; then
   cpu_ticks() { for p in ${sampled//,/ }; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done; }
   cpu_ticks >"$tmp/ticks.start"
-  if [ "$heap" = 1 ]; then
-    (sleep "$((seconds > 2 ? seconds - 1 : 1))"
-      for p in ${sampled//,/ }; do
-        gdb -p "$p" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1 || true
-      done
-      sleep 2) & perf=$!
-  else
-    sleep "$((seconds + 1))" & perf=$!
-  fi
+  # The window the figures are read at the end of: --seconds (the malloc_stats call a second
+  # before its end), from now, or for http1k-idle from when every visitor has its answer.
+  open_window() {
+    if [ "$heap" = 1 ]; then
+      (sleep "$((seconds > 2 ? seconds - 1 : 1))"
+        for p in ${sampled//,/ }; do
+          # A call stuck on a lock another stopped thread held is given up (it happened once).
+          timeout -s INT 20 gdb -p "$p" -batch -ex 'call (void)malloc_stats()' \
+            >/dev/null 2>&1 || true
+        done
+        sleep 2) & perf=$!
+    else
+      sleep "$((seconds + 1))" & perf=$!
+    fi
+  }
+  [ "$load" = http1k-idle ] || open_window
 elif [ "$tool" = sched ]; then
   window=$((seconds > 3 ? seconds - 2 : 1))
   (sleep 1.5; perf sched record -a -o "$tmp/sched.data" -- sleep "$window") >/dev/null 2>&1 &
@@ -222,7 +240,23 @@ else
     >/dev/null 2>&1 & perf=$!
 fi
 sleep 0.5
-if [ "${load%-close}" != http1k ]; then
+if [ "$load" = http1k-idle ]; then
+  # Held past the window's end, so the figures are read while every visitor is still there.
+  taskset -c 1 python3 bench/lib/idle_visitors.py "${url/PORT/$public}" "$connections" \
+    "$((seconds + 5))" >"$tmp/load.txt" &
+  visitors=$!; pids+=($visitors)
+  for _ in $(seq 1200); do  # up to 2 minutes for the visitors to connect and ask
+    grep -q 'idle keep-alive visitors' "$tmp/load.txt" && break
+    kill -0 "$visitors" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$tmp/load.txt"
+  if ! grep -q 'idle keep-alive visitors' "$tmp/load.txt"; then
+    echo "the visitors never settled" >&2; exit 1
+  fi
+  open_window
+  work=$(grep -oP '^\d+(?= idle keep-alive visitors)' "$tmp/load.txt") unit=request
+elif [ "$http" = 0 ]; then
   streams=1; [ "$load" = bulk8 ] && streams=8
   taskset -c 1 iperf3 -c 127.0.0.1 -p "$public" -P "$streams" -t "$seconds" -f m |
     grep -E 'sender|receiver' | tail -2 | tee "$tmp/load.txt"
