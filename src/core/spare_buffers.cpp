@@ -17,7 +17,7 @@ thread_local bool list_gone = false;
 struct spare_list {
   std::vector<void*> free;
   ~spare_list() {
-    for (void* b : free) ::operator delete(b, spare_buffer_size);
+    for (void* b : free) ::operator delete(b);
     list_gone = true;
   }
 };
@@ -54,7 +54,7 @@ void give_spare_buffer(void* buffer) noexcept {
       return;
     }
   }
-  ::operator delete(buffer, spare_buffer_size);
+  ::operator delete(buffer);
 }
 
 }  // namespace burrow
