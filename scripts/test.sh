@@ -29,7 +29,7 @@ echo "== ThreadSanitizer: the tests that run a relay with several worker threads
 # --workers 2) except the packet captures; that relay is the tsan-built binary, and a report
 # it prints fails the test (tests/harness/process.cpp counts them), as do the hostile-client,
 # per-source limit and token tests. About 4 minutes.
-tsan_tests='^(tunnel_test|hostile_test|attack_test|token_test|link_encryption_test|share_url_test|passthrough_test|share_http_test|blind_test|registry_test|RelayState|FlowWindow|E2ee[A-Za-z]+|SecureStream|Records/SecureStream|SecureStreamOnOpenSslRecords|SecureStreamOverASocket|WebRecords|HttpProxy|Drained|StreamBridge|Bridges/StreamBridgeWay|Workers/relay_threads_test)\.'
+tsan_tests='^(tunnel_test|hostile_test|attack_test|token_test|link_encryption_test|share_url_test|passthrough_test|share_http_test|blind_test|registry_test|RelayState|FlowWindow|E2ee[A-Za-z]+|SecureStream|Records/SecureStream|SecureStreamOnOpenSslRecords|SecureStreamOverASocket|WebRecords|HttpProxy|Spare[A-Za-z]+|Drained|StreamBridge|Bridges/StreamBridgeWay|Workers/relay_threads_test)\.'
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build/tsan --output-on-failure --timeout 900 -R "$tsan_tests"
 
