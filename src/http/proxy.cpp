@@ -71,7 +71,7 @@ struct inbound {
   bool eof = false;
   std::size_t next_read = first_read_size;  // read_size after a read that filled its room
   // Where the parser puts decoded body bytes: made for the first body that has any, grown when a
-  // later one can use more, and kept for the connection while it is small (rest()), so
+  // later one can use more, and kept for the connection while it is small (drop_large_piece()), so
   // responses of one size cost no allocation of their own.
   std::unique_ptr<char[]> piece = nullptr;
   std::size_t piece_capacity = 0;
@@ -88,13 +88,17 @@ struct inbound {
     return piece.get();
   }
 
-  // Between messages: an empty read buffer goes back to the spares, a large body piece to the
-  // heap.
-  void rest() {
-    if (buf.size() == 0) buf.shrink_to_fit();
+  // Between messages: a large body piece goes back to the heap.
+  void drop_large_piece() {
     if (piece_capacity <= kept_between_messages) return;
     piece.reset();
     piece_capacity = 0;
+  }
+  // Waiting for something other than this side's bytes: an empty read buffer goes back to the
+  // spares too (fill() gives it back itself before it waits).
+  void rest() {
+    if (buf.size() == 0) buf.shrink_to_fit();
+    drop_large_piece();
   }
 
   asio::awaitable<error_code> fill() {
@@ -163,7 +167,7 @@ void prepare_parser(Parser& p) {
 template <class Parser>
 asio::awaitable<error_code> read_head(inbound& in, Parser& p, outbound& out,
                                       std::string* head = nullptr) {
-  in.rest();
+  in.drop_large_piece();
   if (head && head->capacity() > kept_between_messages) std::string().swap(*head);
   for (;;) {
     error_code ec = bh::error::need_more;
