@@ -68,11 +68,12 @@ std::optional<std::string> dechunk(std::string_view text) {
 
 asio::awaitable<void> serve_one(tcp::acceptor& acceptor, std::uint16_t local_port,
                                 proxy_options options, proxy_result* result,
-                                std::atomic<bool>* done) {
+                                std::atomic<bool>* local_connected, std::atomic<bool>* done) {
   auto visitor_socket = co_await acceptor.async_accept(asio::use_awaitable);
   tcp::socket local_socket(acceptor.get_executor());
   co_await local_socket.async_connect({asio::ip::make_address("127.0.0.1"), local_port},
                                       asio::use_awaitable);
+  local_connected->store(true);
   // As the relay's and agent's sockets: each read says whether it emptied the socket.
   report_queued_bytes(visitor_socket);
   report_queued_bytes(local_socket);
@@ -102,8 +103,10 @@ class proxy_rig {
       script_(fd);
       ::close(fd);
     });
-    asio::co_spawn(io_, serve_one(acceptor_, local_port, std::move(options), &result_, &done_),
-                   asio::detached);
+    asio::co_spawn(
+        io_,
+        serve_one(acceptor_, local_port, std::move(options), &result_, &local_connected_, &done_),
+        asio::detached);
     io_thread_ = std::thread([this] { io_.run_for(30s); });
   }
   ~proxy_rig() {
@@ -114,7 +117,10 @@ class proxy_rig {
   // Waits for the local service's script to return: only then may the test read what the
   // script wrote (ThreadSanitizer rightly flags reading it after finished() alone).
   void join_local() {
-    ::shutdown(local_listen_, SHUT_RDWR);  // wakes an accept that never got its connection
+    // Wakes an accept that never got its connection. One that did must not be cut short: a
+    // thread that reaches accept() only now finds the connection queued, which a shutdown would
+    // have reset (the script then never ran).
+    if (!local_connected_) ::shutdown(local_listen_, SHUT_RDWR);
     if (local_thread_.joinable()) local_thread_.join();
   }
 
@@ -142,6 +148,7 @@ class proxy_rig {
   asio::io_context io_;
   tcp::acceptor acceptor_{io_, {asio::ip::make_address("127.0.0.1"), 0}};
   proxy_result result_;
+  std::atomic<bool> local_connected_{false};  // the local thread's accept will return it
   std::atomic<bool> done_{false};
   std::thread io_thread_;
 };
