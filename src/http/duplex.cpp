@@ -30,8 +30,9 @@ class tcp_duplex final : public duplex {
   }
   bool readable_now() const override { return non_blocking_ && !drained_; }
   asio::awaitable<void> wait_readable() override {
-    // The read after it tries a recv first (and waits again if that finds nothing after all).
+    // The read after it tries one recv, and ends with would_block if that finds nothing.
     drained_ = false;
+    woken_ = non_blocking_;
     if (non_blocking_)
       return async_wait_readable(socket_, asio::redirect_error(asio::use_awaitable, wait_error_));
     return socket_.async_wait(asio::ip::tcp::socket::wait_read,
@@ -39,6 +40,7 @@ class tcp_duplex final : public duplex {
   }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
     // Drained reads (core/drained.hpp): no recv that fails before each wait.
+    if (woken_) return read_once(b, ec);
     if (non_blocking_) return receive_when_ready(socket_, b, drained_, ec);
     return read_waiting(b, ec);
   }
@@ -60,6 +62,10 @@ class tcp_duplex final : public duplex {
   }
 
  private:
+  asio::awaitable<std::size_t> read_once(asio::mutable_buffer b, error_code& ec) {
+    woken_ = false;
+    co_return receive_some(socket_, b, drained_, ec);
+  }
   asio::awaitable<std::size_t> read_waiting(asio::mutable_buffer b, error_code& ec) {
     auto [e, n] = co_await socket_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
     ec = e;
@@ -70,6 +76,7 @@ class tcp_duplex final : public duplex {
   bool non_blocking_ = false;
   bool drained_ = true;    // the last read left the socket empty: wait for epoll's edge first
   error_code wait_error_;  // the read that follows finds the same error itself
+  bool woken_ = false;     // wait_readable() returned: the next read does not wait
 };
 
 class tls_duplex final : public duplex {

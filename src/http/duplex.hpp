@@ -28,6 +28,8 @@ class duplex {
   virtual bool readable_now() const = 0;
   // Returns once a read would not wait, holding no buffer meanwhile: a reader that has nothing
   // in hand can give its buffer back first. A wait that fails leaves the error for the read.
+  // The read right after it may end with would_block, reading nothing, when the wake-up was
+  // stale (epoll's edge for bytes an earlier read already took): wait again.
   virtual boost::asio::awaitable<void> wait_readable() = 0;
   virtual boost::asio::awaitable<std::size_t> read_some(boost::asio::mutable_buffer b,
                                                         boost::system::error_code& ec) = 0;

@@ -102,21 +102,24 @@ struct inbound {
   }
 
   asio::awaitable<error_code> fill() {
-    if (buf.size() == 0 && !io.readable_now()) {
-      // Nothing in hand and nothing to read yet: wait holding no buffer.
-      buf.shrink_to_fit();
-      auto ready = io.wait_readable();
-      co_await std::move(ready);
+    for (;;) {
+      if (buf.size() == 0 && !io.readable_now()) {
+        // Nothing in hand and nothing to read yet: wait holding no buffer.
+        buf.shrink_to_fit();
+        auto ready = io.wait_readable();
+        co_await std::move(ready);
+      }
+      std::size_t room = std::min(next_read, buf.max_size() - buf.size());
+      if (room == 0) co_return bh::error::header_limit;
+      error_code ec;
+      auto reading = io.read_some(buf.prepare(room), ec);
+      std::size_t n = co_await std::move(reading);
+      buf.commit(n);
+      if (ec == asio::error::would_block) continue;  // the wake-up found nothing: wait again
+      if (n == room) next_read = read_size;
+      if (ec == asio::error::eof) eof = true;
+      co_return ec;
     }
-    std::size_t room = std::min(next_read, buf.max_size() - buf.size());
-    if (room == 0) co_return bh::error::header_limit;
-    error_code ec;
-    auto reading = io.read_some(buf.prepare(room), ec);
-    std::size_t n = co_await std::move(reading);
-    buf.commit(n);
-    if (n == room) next_read = read_size;
-    if (ec == asio::error::eof) eof = true;
-    co_return ec;
   }
 };
 
