@@ -20,10 +20,11 @@
 # HTTP proxy and sends HTTP/1.1 over the link.
 # bulk: one iperf3 stream; bulk8: eight; http1k: wrk over 1 KiB, --connections of them (50;
 # with 1, wrk -t1: one request at a time, the latency path); http1k-close: the same with a new
-# connection per request, as the *_close columns; http1k-idle (--tool none only): --connections
-# keep-alive visitors (bench/lib/idle_visitors.py, on CPU 1) that each ask once and then stay
-# connected and quiet, and --seconds after the last has its answer the processes' memory is read
-# (with --heap, the heap in use too): memory per idle visitor. Everything on
+# connection per request, as the *_close columns; http1k-idle (--tool none or heaptrack):
+# --connections keep-alive visitors (bench/lib/idle_visitors.py, on CPU 1) that each ask once and
+# then stay connected and quiet, and --seconds after the last has its answer the processes' memory
+# is read (with --heap, the heap in use too; under heaptrack, its peak is where the visitors sit
+# idle, since they come one at a time): memory per idle visitor. Everything on
 # 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk
 # (scripts/setup.sh).
 #
@@ -87,8 +88,8 @@ case "$load" in
   http1k | http1k-close | http1k-idle) http=1 ;;
   *) echo "unknown load $load" >&2; exit 2 ;;
 esac
-if [ "$load" = http1k-idle ] && [ "$tool" != none ]; then
-  echo "--load http1k-idle takes --tool none" >&2; exit 2
+if [ "$load" = http1k-idle ] && [ "$tool" != none ] && [ "$tool" != heaptrack ]; then
+  echo "--load http1k-idle takes --tool none or heaptrack" >&2; exit 2
 fi
 case "$tool" in
   perf | strace | callgrind | sched | heaptrack | none) ;;
@@ -207,7 +208,8 @@ if [ "$tool" = callgrind ]; then
     sleep "$((seconds + 1))" & perf=$!
   fi
 elif [ "$tool" = heaptrack ]; then
-  sleep "$((seconds + 1))" & perf=$!
+  open_window() { sleep "$((seconds + 1))" & perf=$!; }
+  [ "$load" = http1k-idle ] || open_window
 elif [ "$tool" = none ]; then
   cpu_ticks() { for p in ${sampled//,/ }; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done; }
   cpu_ticks >"$tmp/ticks.start"
