@@ -1,35 +1,57 @@
 // A growable byte buffer that does not zero what it grows into and can drop bytes from its front
-// cheaply; the link's read, write and per-stream queues are built on it.
+// cheaply; the link's read, write and per-stream queues are built on it. Its smallest size is a
+// spare buffer (core/spare_buffers.hpp), taken from and given back to the thread's spares, so a
+// buffer that is released while it waits and taken again for the next bytes costs no allocation.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <span>
+#include <utility>
+
+#include "core/spare_buffers.hpp"
 
 namespace burrow::link {
 
 class byte_buffer {
  public:
+  byte_buffer() = default;
+  byte_buffer(byte_buffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)),
+        begin_(std::exchange(other.begin_, 0)),
+        end_(std::exchange(other.end_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
+  byte_buffer& operator=(byte_buffer&& other) noexcept {
+    if (this != &other) {
+      free_storage(data_, capacity_);
+      data_ = std::exchange(other.data_, nullptr);
+      begin_ = std::exchange(other.begin_, 0);
+      end_ = std::exchange(other.end_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
+    }
+    return *this;
+  }
+  ~byte_buffer() { free_storage(data_, capacity_); }
+
   std::size_t size() const { return end_ - begin_; }
   bool empty() const { return begin_ == end_; }
   std::size_t capacity() const { return capacity_; }
-  std::uint8_t* data() { return data_.get() + begin_; }
-  const std::uint8_t* data() const { return data_.get() + begin_; }
+  std::uint8_t* data() { return data_ + begin_; }
+  const std::uint8_t* data() const { return data_ + begin_; }
   std::span<const std::uint8_t> bytes() const { return {data(), size()}; }
 
   // Makes room for n more bytes at the end and returns where they go; commit() adds them.
   std::uint8_t* prepare(std::size_t n) {
     if (capacity_ - end_ < n) grow(n);
-    return data_.get() + end_;
+    return data_ + end_;
   }
   void commit(std::size_t n) { end_ += n; }
   // An empty buffer with no memory yet gets exactly `n` bytes of room (not the usual 4 KiB), for
   // queues that mostly hold one small message and then nothing.
   void reserve_first(std::size_t n) {
     if (capacity_ == 0 && n > 0) {
-      data_ = std::make_unique_for_overwrite<std::uint8_t[]>(n);
+      data_ = allocate(n);
       capacity_ = n;
       begin_ = end_ = 0;
     }
@@ -45,7 +67,7 @@ class byte_buffer {
   void clear() { begin_ = end_ = 0; }
   // Gives the memory back, for buffers that may sit idle for a long time.
   void release() {
-    data_.reset();
+    free_storage(std::exchange(data_, nullptr), capacity_);
     begin_ = end_ = capacity_ = 0;
   }
   // Gives the memory back if the buffer is empty and has grown past `keep` bytes.
@@ -54,23 +76,34 @@ class byte_buffer {
   }
 
  private:
+  static std::uint8_t* allocate(std::size_t n) {
+    if (n == spare_buffer_size) return static_cast<std::uint8_t*>(take_spare_buffer());
+    return new std::uint8_t[n];  // uninitialised, as make_unique_for_overwrite
+  }
+  static void free_storage(std::uint8_t* p, std::size_t capacity) noexcept {
+    if (capacity == spare_buffer_size)
+      give_spare_buffer(p);
+    else
+      delete[] p;
+  }
+
   void grow(std::size_t n) {
     std::size_t used = size();
     if (begin_ > 0 && capacity_ - used >= n && begin_ >= used) {
-      std::memmove(data_.get(), data(), used);  // reuse the space already consumed
+      std::memmove(data_, data(), used);  // reuse the space already consumed
     } else {
-      std::size_t want = capacity_ ? capacity_ : 4096;
+      std::size_t want = capacity_ ? capacity_ : spare_buffer_size;
       while (want < used + n) want *= 2;
-      auto bigger = std::make_unique_for_overwrite<std::uint8_t[]>(want);
-      if (used) std::memcpy(bigger.get(), data(), used);
-      data_ = std::move(bigger);
+      std::uint8_t* bigger = allocate(want);
+      if (used) std::memcpy(bigger, data(), used);
+      free_storage(std::exchange(data_, bigger), capacity_);
       capacity_ = want;
     }
     begin_ = 0;
     end_ = used;
   }
 
-  std::unique_ptr<std::uint8_t[]> data_;
+  std::uint8_t* data_ = nullptr;
   std::size_t begin_ = 0, end_ = 0, capacity_ = 0;
 };
 
