@@ -94,6 +94,12 @@ class secure_stream {
   boost::asio::awaitable<void> shutdown_send(boost::system::error_code& ec);
   // Resets the stream; pending and later operations end with an error.
   void abort(proto::stream_status why);
+  // Between messages, on the session's thread: over a socket, which has no link keeper to say
+  // the session is quiet, gives back the buffers no operation in flight is using (the next bytes
+  // take a spare buffer again). Over a link stream it does nothing: the keeper does it.
+  void rest() {
+    if (!stream_) release_buffers();
+  }
 
  private:
   boost::asio::awaitable<boost::system::error_code> feed();  // more ciphertext into io_.in
@@ -119,7 +125,7 @@ class secure_stream {
   boost::system::error_code seal(const std::uint8_t* p, std::size_t n);
   boost::system::error_code failed(int ssl_error);
   void start(SSL_CTX* ctx, tls_role role);  // the SSL and its BIO, for both constructors
-  void release_buffers();                   // the stream's quiet hook
+  void release_buffers();                   // the stream's quiet hook, and rest()
   void drop_session();                      // frees the SSL of a session on its own records
 
   std::shared_ptr<link::stream> stream_;  // null over a socket

@@ -94,6 +94,7 @@ class tls_duplex final : public duplex {
   }
   asio::awaitable<void> shutdown_send(error_code& ec) override { return tls_.shutdown_send(ec); }
   void abort() override { tls_.abort(proto::stream_status::cancelled); }
+  void rest() override { tls_.rest(); }
 
  private:
   asio::awaitable<std::size_t> read_truncation_as_eof(asio::mutable_buffer b, error_code& ec) {

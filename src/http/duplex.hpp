@@ -39,6 +39,9 @@ class duplex {
   virtual boost::asio::awaitable<void> shutdown_send(boost::system::error_code& ec) = 0;
   // Ends the connection at once (RST or stream reset); pending operations fail.
   virtual void abort() = 0;
+  // Between messages, or before a wait: buffers of the carrier's own that no operation in flight
+  // is using go back (TLS over a socket; the others hold none, or a keeper frees them).
+  virtual void rest() {}
 };
 
 // A TCP socket (the local service). The socket must outlive the duplex.

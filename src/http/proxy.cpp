@@ -99,13 +99,15 @@ struct inbound {
   void rest() {
     if (buf.size() == 0) buf.shrink_to_fit();
     drop_large_piece();
+    io.rest();
   }
 
   asio::awaitable<error_code> fill() {
     for (;;) {
       if (buf.size() == 0 && !io.readable_now()) {
-        // Nothing in hand and nothing to read yet: wait holding no buffer.
+        // Nothing in hand and nothing to read yet: wait holding no buffer, nor the carrier.
         buf.shrink_to_fit();
+        io.rest();
         auto ready = io.wait_readable();
         co_await std::move(ready);
       }
@@ -140,6 +142,7 @@ struct outbound {
   // Between messages, once flushed: a large outbox goes back to the heap.
   void rest() {
     if (pending.empty() && pending.capacity() > kept_between_messages) std::string().swap(pending);
+    io.rest();
   }
 };
 

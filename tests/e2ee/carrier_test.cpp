@@ -1,19 +1,23 @@
 // secure_stream over a TCP socket (the relay's end of an inspected share URL): both ways with a
-// half-close, a peer that closes TCP without close_notify, an abort, a handshake deadline, and
-// the buffers it keeps for small records. Both ends are secure_streams over real loopback
-// sockets.
+// half-close, a peer that closes TCP without close_notify, an abort, a handshake deadline, the
+// buffers it keeps for small records, and rest() giving them back between messages. Both ends are
+// secure_streams over real loopback sockets.
 #include "e2ee/carrier.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <optional>
+#include <string>
 
 #include "core/deadline.hpp"
 #include "e2ee/secure_stream.hpp"
@@ -189,6 +193,133 @@ TEST(SecureStreamOverASocket, SmallRecordsKeepSmallBuffers) {
   // Reads of 4 KiB and the records' own bytes (12 KiB in all here); asio's TLS stream holds
   // 68 KiB per connection.
   EXPECT_LE(r->server_buffers, 16u * 1024);
+}
+
+// Reads exactly `n` bytes; what came, short on an error.
+asio::awaitable<std::string> read_exactly(secure_stream* s, std::size_t n, error_code& ec) {
+  std::string got;
+  while (!ec && got.size() < n) {
+    char buf[16 * 1024];
+    auto reading = s->read_some(asio::buffer(buf, std::min(sizeof buf, n - got.size())), ec);
+    got.append(buf, co_await std::move(reading));
+  }
+  co_return got;
+}
+
+struct rest_result {
+  error_code handshake_ec, ec, big_ec;
+  std::size_t after_exchange = 0, after_rest = 0, after_big = 0, after_big_rest = 0;
+  bool big_write_was_blocked = false, big_reply_intact = false, waiting_read_intact = false;
+};
+
+std::string patterned(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 4099) % 26);
+  return s;
+}
+
+// What the coroutines spawned beside the test's own share with it: theirs for as long as they
+// run, even if the test's coroutine gives up first.
+struct in_flight {
+  std::shared_ptr<socket_session> s;
+  std::string big;
+  error_code big_ec, waited_ec;
+  bool big_done = false, read_done = false;
+  std::string waited;
+};
+
+// Waits up to a second for `done`.
+asio::awaitable<void> until(const bool& done) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  for (int i = 0; i < 100 && !done; ++i) {
+    pause.expires_after(10ms);
+    co_await pause.async_wait(asio::use_awaitable);
+  }
+}
+
+// rest() between messages, and while a write is blocked on a full socket and a read waits.
+asio::awaitable<rest_result> rest_between_messages(contexts* ctx) {
+  rest_result r;
+  auto ex = co_await asio::this_coro::executor;
+  auto opened = open(ctx);
+  auto f = std::make_shared<in_flight>();
+  f->s = co_await std::move(opened);
+  auto* client = f->s->client.get();
+  auto* server = f->s->server.get();
+  r.handshake_ec = f->s->client_ec ? f->s->client_ec : f->s->server_ec;
+  if (r.handshake_ec) co_return r;
+  const std::string request(200, 'q'), reply(1300, 'r');
+  auto asking = client->write_all(asio::buffer(request), r.ec);
+  co_await std::move(asking);
+  auto got = co_await read_exactly(server, request.size(), r.ec);
+  auto answering = server->write_all(asio::buffer(reply), r.ec);
+  co_await std::move(answering);
+  auto back = co_await read_exactly(client, reply.size(), r.ec);
+  if (r.ec || got != request || back != reply) co_return r;
+  r.after_exchange = server->buffer_capacity();
+  server->rest();
+  r.after_rest = server->buffer_capacity();
+
+  // 32 MiB that the client does not read yet: the server's write waits on a full socket, in the
+  // middle of its flush, when rest() comes; then the client reads it all.
+  f->big = patterned(32u << 20);
+  asio::co_spawn(
+      ex,
+      [f]() -> asio::awaitable<void> {
+        auto writing = f->s->server->write_all(asio::buffer(f->big), f->big_ec);
+        co_await std::move(writing);
+        f->big_done = true;
+      },
+      asio::detached);
+  asio::steady_timer pause(ex, 100ms);
+  co_await pause.async_wait(asio::use_awaitable);
+  r.big_write_was_blocked = !f->big_done;
+  server->rest();
+  auto big_back = co_await read_exactly(client, f->big.size(), r.ec);
+  r.big_reply_intact = big_back == f->big;
+  co_await until(f->big_done);
+  if (!f->big_done || f->big_ec) {
+    server->abort(proto::stream_status::cancelled);  // the writer ends now
+    co_return r;
+  }
+  r.after_big = server->buffer_capacity();
+  server->rest();
+  r.after_big_rest = server->buffer_capacity();
+
+  // A read that waits for the next request when rest() comes still gets all of it.
+  asio::co_spawn(
+      ex,
+      [f, n = request.size()]() -> asio::awaitable<void> {
+        f->waited = co_await read_exactly(f->s->server.get(), n, f->waited_ec);
+        f->read_done = true;
+      },
+      asio::detached);
+  pause.expires_after(20ms);
+  co_await pause.async_wait(asio::use_awaitable);
+  server->rest();
+  auto again = client->write_all(asio::buffer(request), r.ec);
+  co_await std::move(again);
+  co_await until(f->read_done);
+  r.waiting_read_intact = f->read_done && !f->waited_ec && f->waited == request;
+  if (!f->read_done) server->abort(proto::stream_status::cancelled);
+  co_return r;
+}
+
+TEST(SecureStreamOverASocket, RestGivesItsBuffersBackBetweenMessagesAndLosesNothingInFlight) {
+  asio::io_context ioc;
+  contexts ctx;
+  auto r = run(ioc, rest_between_messages(&ctx));
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  EXPECT_FALSE(r->ec) << r->ec.message();
+  EXPECT_GT(r->after_exchange, 0u);  // the exchange's buffers, until rest()
+  EXPECT_EQ(r->after_rest, 0u);
+  EXPECT_TRUE(r->big_write_was_blocked);
+  EXPECT_FALSE(r->big_ec) << r->big_ec.message();
+  EXPECT_TRUE(r->big_reply_intact);
+  EXPECT_GT(r->after_big, 16u * 1024);  // a large write's buffers, until rest()
+  EXPECT_EQ(r->after_big_rest, 0u);
+  EXPECT_TRUE(r->waiting_read_intact);
 }
 
 struct silent_result {
