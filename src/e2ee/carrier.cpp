@@ -47,15 +47,24 @@ class socket_carrier final : public carrier {
     if (ec) reset(proto::stream_status::cancelled);
   }
   asio::awaitable<void> wait_readable() override {
-    if (reset_ || !drained_) co_return;
-    // The edge came, or an error that the read will report: either way, read next.
-    co_await async_wait_readable(socket_, asio::as_tuple(asio::use_awaitable));
-    drained_ = false;
+    if (!reset_ && drained_) {
+      // The edge came, or an error that the read will report: either way, read next.
+      co_await async_wait_readable(socket_, asio::as_tuple(asio::use_awaitable));
+      drained_ = false;
+    }
+    // The read after it tries once: a socket not known to be empty may be (no TCP_INQ, or an
+    // edge for bytes an earlier read took), and its reader waits again rather than holding its
+    // buffer through the wait.
+    woken_ = true;
   }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
     if (reset_) {
       ec = asio::error::connection_reset;
       co_return 0;
+    }
+    if (woken_) {
+      woken_ = false;
+      co_return receive_some(socket_, b, drained_, ec);
     }
     auto reading = receive_when_ready(socket_, b, drained_, ec);
     co_return co_await std::move(reading);
@@ -87,6 +96,7 @@ class socket_carrier final : public carrier {
  private:
   asio::ip::tcp::socket& socket_;
   bool drained_ = true;  // the last read left the socket empty: wait for epoll's edge first
+  bool woken_ = false;   // wait_readable() returned: the next read does not wait
   bool reset_ = false;
 };
 

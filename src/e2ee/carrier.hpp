@@ -27,9 +27,12 @@ class carrier {
  public:
   virtual ~carrier() = default;
   // Returns once a read would not wait: bytes, the peer's half-close, a reset or an error. Holds
-  // no buffer while it waits.
+  // no buffer while it waits. Over a socket the read right after it may end with would_block,
+  // reading nothing, when the socket was not known to be empty but was (a stale wake-up): wait
+  // again.
   virtual boost::asio::awaitable<void> wait_readable() = 0;
-  // Bytes, or eof after the peer's half-close, or an error (connection_reset after a reset).
+  // Bytes, or eof after the peer's half-close, or an error (connection_reset after a reset); or
+  // would_block right after wait_readable, as above.
   virtual boost::asio::awaitable<std::size_t> read_some(boost::asio::mutable_buffer b,
                                                         boost::system::error_code& ec) = 0;
   // Sends some of `b` (waiting for room or credit as needed) and returns how much.

@@ -112,6 +112,10 @@ secure_stream::~secure_stream() {
 // Between OpenSSL calls, on the stream's thread: only what no pending operation uses.
 void secure_stream::release_buffers() {
   if (ssl_) SSL_free_buffers(ssl_);  // refuses while part of a record is buffered
+  release_own_buffers();
+}
+
+void secure_stream::release_own_buffers() {
   if (io_.in.empty() && !feeding_) io_.in.release();
   if (opened_.empty()) opened_.release();
   if (!flushing_) {
@@ -146,6 +150,9 @@ asio::awaitable<error_code> secure_stream::handshake() {
     if (failure) co_return failure;
     if (ec) co_return ec;
     if (r == 1) break;
+    // The wait for the peer's next flight holds none of our buffers: in a burst of visitors,
+    // most handshakes are waiting there at any moment (the next flight takes spares again).
+    release_own_buffers();
     auto fed = feed();
     ec = co_await std::move(fed);
     if (ec) co_return ec;
@@ -294,8 +301,10 @@ asio::awaitable<error_code> secure_stream::await_peer_fin() {
   error_code ec;
   if (io_.in.empty()) {
     std::uint8_t extra = 0;
-    auto read = carrier_->read_some(asio::buffer(&extra, 1), ec);
-    co_await std::move(read);
+    do {  // a read after a wait that was cut short may find nothing yet: the next one waits
+      auto read = carrier_->read_some(asio::buffer(&extra, 1), ec);
+      co_await std::move(read);
+    } while (ec == asio::error::would_block);
   }
   if (ec == asio::error::eof) {
     peer_fin_ = true;
@@ -310,15 +319,21 @@ asio::awaitable<error_code> secure_stream::await_peer_fin() {
 asio::awaitable<error_code> secure_stream::feed() {
   // Waiting comes first and holds no buffer, so a quiet session can give io_.in back; then the
   // stream's bytes go straight into it, one copy.
-  auto ready = carrier_->wait_readable();
-  co_await std::move(ready);
   error_code ec;
-  feeding_ = true;
+  std::size_t n = 0;
   const std::size_t size = read_size_;
-  auto* into = io_.in.prepare(size);
-  auto read = carrier_->read_some(asio::buffer(into, size), ec);
-  std::size_t n = co_await std::move(read);
-  feeding_ = false;
+  for (;;) {
+    auto ready = carrier_->wait_readable();
+    co_await std::move(ready);
+    feeding_ = true;
+    auto* into = io_.in.prepare(size);
+    auto read = carrier_->read_some(asio::buffer(into, size), ec);
+    n = co_await std::move(read);
+    feeding_ = false;
+    if (ec != asio::error::would_block) break;
+    // A stale wake-up over a socket: nothing came. Wait again, holding no empty buffer.
+    if (io_.in.empty()) io_.in.release();
+  }
   if (n == size) read_size_ = whole_record_read;  // reads that started small grow
   if (ec == asio::error::eof) ec = asio::ssl::error::stream_truncated;  // FIN, no close_notify
   if (ec) {

@@ -126,6 +126,7 @@ class secure_stream {
   boost::system::error_code failed(int ssl_error);
   void start(SSL_CTX* ctx, tls_role role);  // the SSL and its BIO, for both constructors
   void release_buffers();                   // the stream's quiet hook, and rest()
+  void release_own_buffers();               // release_buffers() but OpenSSL's
   void drop_session();                      // frees the SSL of a session on its own records
 
   std::shared_ptr<link::stream> stream_;  // null over a socket

@@ -1,10 +1,13 @@
 // secure_stream over a TCP socket (the relay's end of an inspected share URL): both ways with a
 // half-close, a peer that closes TCP without close_notify, an abort, a handshake deadline, the
-// buffers it keeps for small records, and rest() giving them back between messages. Both ends are
-// secure_streams over real loopback sockets.
+// buffers it keeps for small records, rest() giving them back between messages, and none held
+// while a handshake waits for its peer. Both ends are secure_streams over real loopback sockets,
+// but for the handshake's, whose client is OpenSSL driven by hand.
 #include "e2ee/carrier.hpp"
 
 #include <gtest/gtest.h>
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
@@ -16,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/asio/write.hpp>
 #include <optional>
 #include <string>
 
@@ -44,6 +48,14 @@ asio::awaitable<std::unique_ptr<socket_session>> open(contexts* ctx) {
 template <class T>
 std::optional<T> run(asio::io_context& ioc, asio::awaitable<T> body) {
   return test::run_for_result(ioc, std::move(body));
+}
+
+// Runs `body` on a new io_context with new contexts; nothing when it did not finish.
+template <class Body>
+auto run_with_contexts(Body body) {
+  asio::io_context ioc;
+  contexts ctx;
+  return run(ioc, body(&ctx));
 }
 
 struct exchange_result {
@@ -109,9 +121,7 @@ asio::awaitable<truncation_result> truncated(contexts* ctx) {
 }
 
 TEST(SecureStreamOverASocket, AFinWithoutCloseNotifyIsTruncation) {
-  asio::io_context ioc;
-  contexts ctx;
-  auto r = run(ioc, truncated(&ctx));
+  auto r = run_with_contexts(truncated);
   ASSERT_TRUE(r);
   ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
   EXPECT_EQ(r->received, "cut");
@@ -137,9 +147,7 @@ asio::awaitable<abort_result> aborted(contexts* ctx) {
 }
 
 TEST(SecureStreamOverASocket, AbortResetsTheConnection) {
-  asio::io_context ioc;
-  contexts ctx;
-  auto r = run(ioc, aborted(&ctx));
+  auto r = run_with_contexts(aborted);
   ASSERT_TRUE(r);
   ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
   EXPECT_EQ(r->read_ec, asio::error::connection_reset) << r->read_ec.message();
@@ -183,9 +191,7 @@ asio::awaitable<small_result> small_records(contexts* ctx) {
 }
 
 TEST(SecureStreamOverASocket, SmallRecordsKeepSmallBuffers) {
-  asio::io_context ioc;
-  contexts ctx;
-  auto r = run(ioc, small_records(&ctx));
+  auto r = run_with_contexts(small_records);
   ASSERT_TRUE(r);
   ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
   EXPECT_FALSE(r->ec) << r->ec.message();
@@ -306,9 +312,7 @@ asio::awaitable<rest_result> rest_between_messages(contexts* ctx) {
 }
 
 TEST(SecureStreamOverASocket, RestGivesItsBuffersBackBetweenMessagesAndLosesNothingInFlight) {
-  asio::io_context ioc;
-  contexts ctx;
-  auto r = run(ioc, rest_between_messages(&ctx));
+  auto r = run_with_contexts(rest_between_messages);
   ASSERT_TRUE(r);
   ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
   EXPECT_FALSE(r->ec) << r->ec.message();
@@ -320,6 +324,104 @@ TEST(SecureStreamOverASocket, RestGivesItsBuffersBackBetweenMessagesAndLosesNoth
   EXPECT_GT(r->after_big, 16u * 1024);  // a large write's buffers, until rest()
   EXPECT_EQ(r->after_big_rest, 0u);
   EXPECT_TRUE(r->waiting_read_intact);
+}
+
+struct waiting_result {
+  error_code server_ec;
+  bool client_done = false, server_waited = false;
+  std::size_t while_waiting = std::numeric_limits<std::size_t>::max();
+};
+
+// Sends all of `bytes` on `s`.
+asio::awaitable<error_code> send_raw(tcp::socket& s, const std::string& bytes) {
+  auto [ec, n] =
+      co_await asio::async_write(s, asio::buffer(bytes), asio::as_tuple(asio::use_awaitable));
+  co_return ec;
+}
+
+// What an OpenSSL client on memory BIOs has written, taken out.
+std::string take_written(BIO* out) {
+  std::string bytes;
+  char buf[4096];
+  int n;
+  while ((n = BIO_read(out, buf, sizeof buf)) > 0) bytes.append(buf, static_cast<std::size_t>(n));
+  return bytes;
+}
+
+// The server's side, shared with its handshake's coroutine for as long as that runs.
+struct server_side {
+  explicit server_side(const asio::any_io_executor& ex) : socket(ex) {}
+  tcp::socket socket;
+  std::unique_ptr<secure_stream> tls;
+  std::optional<error_code> done;
+};
+
+// A server handshake waiting for the client's Finished, the client driven by hand so the test
+// can look at the server in between.
+asio::awaitable<waiting_result> server_waits_for_finished(contexts* ctx) {
+  using namespace asio::experimental::awaitable_operators;
+  waiting_result r;
+  auto ex = co_await asio::this_coro::executor;
+  auto side = std::make_shared<server_side>(ex);
+  tcp::socket client(ex);
+  tcp::acceptor acceptor(ex, {asio::ip::make_address("127.0.0.1"), 0});
+  co_await (acceptor.async_accept(side->socket, asio::use_awaitable) &&
+            client.async_connect(acceptor.local_endpoint(), asio::use_awaitable));
+  side->tls = std::make_unique<secure_stream>(ctx->server.native_handle(), side->socket,
+                                              tls_role::server, "");
+  auto* tls = side->tls.get();
+  asio::co_spawn(
+      ex,
+      [side]() -> asio::awaitable<void> {
+        auto shaking = side->tls->handshake();
+        side->done = co_await std::move(shaking);
+      },
+      asio::detached);
+  std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx->client.native_handle()), SSL_free);
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl.get(), in, out);
+  SSL_set_connect_state(ssl.get());
+  SSL_do_handshake(ssl.get());
+  if (co_await send_raw(client, take_written(out))) co_return r;
+  // The server's whole flight, until the client's handshake is done (its Finished written).
+  asio::steady_timer pause(ex);
+  for (int i = 0; i < 200 && !r.client_done; ++i) {
+    char buf[4096];
+    auto [ec, n] =
+        co_await client.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+    if (ec) break;
+    BIO_write(in, buf, static_cast<int>(n));
+    r.client_done = SSL_do_handshake(ssl.get()) == 1;
+  }
+  if (!r.client_done) {
+    tls->abort(proto::stream_status::cancelled);
+    co_return r;
+  }
+  pause.expires_after(20ms);
+  co_await pause.async_wait(asio::use_awaitable);
+  r.server_waited = !side->done.has_value();
+  r.while_waiting = tls->buffer_capacity();
+  // The client's Finished: the server's handshake ends well, taking buffers again as it goes.
+  if (co_await send_raw(client, take_written(out))) co_return r;
+  for (int i = 0; i < 100 && !side->done.has_value(); ++i) {
+    pause.expires_after(10ms);
+    co_await pause.async_wait(asio::use_awaitable);
+  }
+  if (side->done.has_value())
+    r.server_ec = *side->done;
+  else
+    tls->abort(proto::stream_status::cancelled);
+  co_return r;
+}
+
+TEST(SecureStreamOverASocket, AHandshakeWaitingForItsPeerHoldsNoBufferOfItsOwn) {
+  auto r = run_with_contexts(server_waits_for_finished);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->client_done);
+  EXPECT_TRUE(r->server_waited);
+  EXPECT_EQ(r->while_waiting, 0u);
+  EXPECT_FALSE(r->server_ec) << r->server_ec.message();
 }
 
 struct silent_result {
@@ -350,9 +452,7 @@ asio::awaitable<silent_result> silent_client(contexts* ctx) {
 }
 
 TEST(SecureStreamOverASocket, AHandshakeDeadlineEndsASilentVisitor) {
-  asio::io_context ioc;
-  contexts ctx;
-  auto r = run(ioc, silent_client(&ctx));
+  auto r = run_with_contexts(silent_client);
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->timed_out);
   EXPECT_LT(r->took, 5s);
