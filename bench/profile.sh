@@ -6,7 +6,7 @@
 # mix and the calls per request or per GB, not the rate) and prints the bytes moved.
 #
 #   bench/profile.sh [--burrow PATH] [--link tls|none]
-#                    [--load bulk|bulk8|http1k|http1k-close|http1k-idle]
+#                    [--load bulk|bulk8|http1k|http1k-close|http1k-idle|tls-stalled]
 #                    [--seconds N] [--tool perf|strace|callgrind|sched|heaptrack|none]
 #                    [--mode tunnel|e2e|blind|inspect|socat|socat-chain]
 #                    [--warmup N]
@@ -24,7 +24,10 @@
 # --connections keep-alive visitors (bench/lib/idle_visitors.py, on CPU 1) that each ask once and
 # then stay connected and quiet, and --seconds after the last has its answer the processes' memory
 # is read (with --heap, the heap in use too; under heaptrack, its peak is where the visitors sit
-# idle, since they come one at a time): memory per idle visitor. Everything on
+# idle, since they come one at a time): memory per idle visitor. tls-stalled (--mode blind or
+# inspect, --tool none or heaptrack): the same with visitors that each run their side of the
+# TLS handshake and withhold their Finished (`idle_visitors.py --withhold-finished`), the
+# handshake deadlines raised to 300 s: memory per handshake waiting for its peer. Everything on
 # 127.0.0.1, every process ended on exit. Needs perf (linux-perf), iperf3, nginx, wrk
 # (scripts/setup.sh).
 #
@@ -85,11 +88,12 @@ while [ $# -gt 0 ]; do
 done
 case "$load" in
   bulk | bulk8) http=0 ;;
-  http1k | http1k-close | http1k-idle) http=1 ;;
+  http1k | http1k-close | http1k-idle | tls-stalled) http=1 ;;
   *) echo "unknown load $load" >&2; exit 2 ;;
 esac
-if [ "$load" = http1k-idle ] && [ "$tool" != none ] && [ "$tool" != heaptrack ]; then
-  echo "--load http1k-idle takes --tool none or heaptrack" >&2; exit 2
+idle=0; { [ "$load" = http1k-idle ] || [ "$load" = tls-stalled ]; } && idle=1
+if [ "$idle" = 1 ] && [ "$tool" != none ] && [ "$tool" != heaptrack ]; then
+  echo "--load $load takes --tool none or heaptrack" >&2; exit 2
 fi
 case "$tool" in
   perf | strace | callgrind | sched | heaptrack | none) ;;
@@ -108,6 +112,11 @@ fi
 share=""; { [ "$mode" = blind ] || [ "$mode" = inspect ]; } && share=$mode
 if [ -n "$share" ] && [ "$http" = 0 ]; then
   echo "--mode $mode takes the http1k loads only" >&2; exit 2
+fi
+stall=()  # tls-stalled: the visitors withhold their Finished, and the deadlines wait for them
+if [ "$load" = tls-stalled ]; then
+  [ -n "$share" ] || { echo "--load tls-stalled takes --mode blind or inspect" >&2; exit 2; }
+  stall=(--withhold-finished)
 fi
 tmp=$(mktemp -d)
 pids=()
@@ -169,6 +178,7 @@ else
     --https-listen "$https" --http-listen "" --source-connections 0 --source-rate 0
     --link-encryption "$link")
   [ -n "${relay_workers:-}" ] && flags+=(--workers "$relay_workers")
+  [ -n "${stall[*]}" ] && flags+=(--handshake-timeout 300s)
   "${run[@]}" $(heap relay) "$burrow" relay "${flags[@]}" >"$tmp/relay.log" 2>&1 & relay=$!; pids+=($relay)
   port=$(wait_for "$tmp/relay.log" 'agents connect to 127\.0\.0\.1:\K\d+')
   pin=$(wait_for "$tmp/relay.log" 'relay fingerprint: \K\S+')
@@ -176,6 +186,7 @@ else
   [ "$mode" = e2e ] && agent_args=(tcp "$target" --state-dir "$tmp/agent")
   [ -n "$share" ] &&
     agent_args=(http "$target" --name bench --mode "$share" --state-dir "$tmp/agent")
+  [ -n "${stall[*]}" ] && agent_args+=(--connect-timeout 300s)
   "${run[@]}" $(heap agent) "$burrow" "${agent_args[@]}" --relay "127.0.0.1:$port" \
     --token "$(cat "$tmp/state/agent.token")" --relay-pin "$pin" --link-encryption "$link" \
     >"$tmp/agent.log" 2>&1 & agent=$!; pids+=($agent)
@@ -209,12 +220,12 @@ if [ "$tool" = callgrind ]; then
   fi
 elif [ "$tool" = heaptrack ]; then
   open_window() { sleep "$((seconds + 1))" & perf=$!; }
-  [ "$load" = http1k-idle ] || open_window
+  [ "$idle" = 1 ] || open_window
 elif [ "$tool" = none ]; then
   cpu_ticks() { for p in ${sampled//,/ }; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done; }
   cpu_ticks >"$tmp/ticks.start"
   # The window the figures are read at the end of: --seconds (the malloc_stats call a second
-  # before its end), from now, or for http1k-idle from when every visitor has its answer.
+  # before its end), from now, or for the idle loads from when every visitor is in place.
   open_window() {
     if [ "$heap" = 1 ]; then
       (sleep "$((seconds > 2 ? seconds - 1 : 1))"
@@ -228,7 +239,7 @@ elif [ "$tool" = none ]; then
       sleep "$((seconds + 1))" & perf=$!
     fi
   }
-  [ "$load" = http1k-idle ] || open_window
+  [ "$idle" = 1 ] || open_window
 elif [ "$tool" = sched ]; then
   window=$((seconds > 3 ? seconds - 2 : 1))
   (sleep 1.5; perf sched record -a -o "$tmp/sched.data" -- sleep "$window") >/dev/null 2>&1 &
@@ -242,22 +253,22 @@ else
     >/dev/null 2>&1 & perf=$!
 fi
 sleep 0.5
-if [ "$load" = http1k-idle ]; then
+if [ "$idle" = 1 ]; then
   # Held past the window's end, so the figures are read while every visitor is still there.
-  taskset -c 1 python3 bench/lib/idle_visitors.py "${url/PORT/$public}" "$connections" \
+  taskset -c 1 python3 bench/lib/idle_visitors.py "${stall[@]}" "${url/PORT/$public}" "$connections" \
     "$((seconds + 5))" >"$tmp/load.txt" &
   visitors=$!; pids+=($visitors)
   for _ in $(seq 1200); do  # up to 2 minutes for the visitors to connect and ask
-    grep -q 'idle keep-alive visitors' "$tmp/load.txt" && break
+    grep -qP '^\d+ idle visitors' "$tmp/load.txt" && break
     kill -0 "$visitors" 2>/dev/null || break
     sleep 0.1
   done
   cat "$tmp/load.txt"
-  if ! grep -q 'idle keep-alive visitors' "$tmp/load.txt"; then
+  if ! grep -qP '^\d+ idle visitors' "$tmp/load.txt"; then
     echo "the visitors never settled" >&2; exit 1
   fi
   open_window
-  work=$(grep -oP '^\d+(?= idle keep-alive visitors)' "$tmp/load.txt") unit=request
+  work=$(grep -oP '^\d+(?= idle visitors)' "$tmp/load.txt") unit=request
 elif [ "$http" = 0 ]; then
   streams=1; [ "$load" = bulk8 ] && streams=8
   taskset -c 1 iperf3 -c 127.0.0.1 -p "$public" -P "$streams" -t "$seconds" -f m |

@@ -7,7 +7,12 @@ certificate unchecked), sends one GET for the URL's path on each, reads each who
 them all. What a relay or an agent holds meanwhile is its memory per idle keep-alive visitor, as
 browsers leave them between page loads. Prints how many answered and how long the asking took.
 
-    bench/lib/idle_visitors.py URL CONNECTIONS SECONDS
+With --withhold-finished (https URLs; the load --load tls-stalled), each visitor instead runs its
+side of the TLS handshake to the end and never sends its last flight (the client's Finished): the
+server's handshake waits for it, as it does for every visitor of a burst between its flight and
+the client's answer, and as a visitor that stalls on purpose makes it wait until its deadline.
+
+    bench/lib/idle_visitors.py [--withhold-finished] URL CONNECTIONS SECONDS
 """
 import socket
 import ssl
@@ -39,11 +44,35 @@ def read_response(conn, deadline):
     return head.split(b"\r\n")[0]
 
 
+def withhold_finished(context, port, host, deadline):
+    """A TCP connection whose TLS handshake waits at the server for the client's Finished."""
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=host)
+    while True:
+        try:
+            tls.do_handshake()
+            return conn, tls  # the client's Finished stays in `outgoing`
+        except ssl.SSLWantReadError:
+            pass
+        conn.sendall(outgoing.read())
+        conn.settimeout(max(0.1, deadline - time.monotonic()))
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed during the handshake")
+        incoming.write(chunk)
+
+
 def main():
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    withhold = "--withhold-finished" in args
+    args = [a for a in args if a != "--withhold-finished"]
+    if len(args) != 3:
         sys.exit(__doc__.strip().splitlines()[-1].strip())
-    url = urllib.parse.urlsplit(sys.argv[1])
-    count, seconds = int(sys.argv[2]), float(sys.argv[3])
+    url = urllib.parse.urlsplit(args[0])
+    count, seconds = int(args[1]), float(args[2])
+    if withhold and url.scheme != "https":
+        sys.exit("--withhold-finished needs an https URL")
     context = None
     if url.scheme == "https":
         context = ssl.create_default_context()
@@ -55,6 +84,9 @@ def main():
     for _ in range(count):
         deadline = time.monotonic() + 10
         try:
+            if withhold:
+                conns.append(withhold_finished(context, url.port, url.hostname, deadline))
+                continue
             conn = socket.create_connection(("127.0.0.1", url.port), timeout=10)
             if context:
                 conn = context.wrap_socket(conn, server_hostname=url.hostname)
@@ -68,11 +100,12 @@ def main():
             if failed <= 3:
                 print(f"a visitor failed: {e}", file=sys.stderr)
     asked = time.monotonic() - start
-    print(f"{len(conns)} idle keep-alive visitors ({failed} failed), asked in {asked:.1f} s,"
+    what = "TLS handshakes waiting for their Finished" if withhold else "keep-alive, asked once"
+    print(f"{len(conns)} idle visitors ({what}; {failed} failed), set up in {asked:.1f} s,"
           f" held {seconds:g} s", flush=True)
     time.sleep(seconds)
     for conn in conns:
-        conn.close()
+        (conn[0] if withhold else conn).close()
     sys.exit(1 if failed else 0)
 
 
