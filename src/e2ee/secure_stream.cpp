@@ -241,6 +241,7 @@ bool secure_stream::readable_now() const {
 }
 
 asio::awaitable<void> secure_stream::wait_readable() {
+  woken_ = true;
   return carrier_->wait_readable();  // the carrier's own wait: no coroutine frame of ours
 }
 
@@ -331,9 +332,12 @@ asio::awaitable<error_code> secure_stream::feed() {
     n = co_await std::move(read);
     feeding_ = false;
     if (ec != asio::error::would_block) break;
-    // A stale wake-up over a socket: nothing came. Wait again, holding no empty buffer.
+    // A stale wake-up over a socket: nothing came. Wait again, holding no empty buffer; after
+    // the caller's own wait_readable, the caller waits again, holding none of its own either.
     if (io_.in.empty()) io_.in.release();
+    if (std::exchange(woken_, false)) co_return ec;
   }
+  woken_ = false;
   if (n == size) read_size_ = whole_record_read;  // reads that started small grow
   if (ec == asio::error::eof) ec = asio::ssl::error::stream_truncated;  // FIN, no close_notify
   if (ec) {

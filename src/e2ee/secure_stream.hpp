@@ -85,7 +85,9 @@ class secure_stream {
   bool readable_now() const;
   // For a reader that holds no buffer while it waits: returns once the carrier has bytes, its
   // peer's half-close or a reset (read_some then says which). Call when !readable_now(), as the
-  // only reader.
+  // only reader. Over a socket the wake-up may be stale (an edge for bytes already read, or a
+  // socket not known to be empty that is): the read after it then ends with would_block, reading
+  // nothing, rather than waiting with the reader's buffer; wait again.
   boost::asio::awaitable<void> wait_readable();
   // Encrypts and sends all of `b`, waiting for the stream's credit as needed.
   boost::asio::awaitable<void> write_all(boost::asio::const_buffer b,
@@ -136,6 +138,7 @@ class secure_stream {
   tls::bio_buffers io_;        // ciphertext between OpenSSL and the stream
   link::byte_buffer sending_;  // swapped out of io_.out; the flusher hands it to the stream
   bool feeding_ = false;       // a stream read is filling io_.in's free space
+  bool woken_ = false;  // wait_readable() was called: a feed that finds nothing says would_block
   std::optional<link::event> flushed_;  // made on first use, on the stream's executor
   bool flushing_ = false;
   std::string_view required_alpn_;

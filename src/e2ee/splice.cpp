@@ -137,6 +137,7 @@ asio::awaitable<void> tls_to_socket(splice_state* st) {
     auto read = st->tls.read_some(buf.whole(), ec);
     std::size_t n = co_await std::move(read);
     if (st->failed) co_return;
+    if (ec == asio::error::would_block) continue;  // a stale wake-up (only over a socket)
     if (ec == asio::error::eof) {
       st->socket.shutdown(tcp::socket::shutdown_send, ec);
       co_return;

@@ -1,8 +1,8 @@
 // secure_stream over a TCP socket (the relay's end of an inspected share URL): both ways with a
 // half-close, a peer that closes TCP without close_notify, an abort, a handshake deadline, the
-// buffers it keeps for small records, rest() giving them back between messages, and none held
-// while a handshake waits for its peer. Both ends are secure_streams over real loopback sockets,
-// but for the handshake's, whose client is OpenSSL driven by hand.
+// buffers it keeps for small records, rest() giving them back between messages, none held while
+// a handshake waits for its peer, and a stale wake-up. Both ends are secure_streams over real
+// loopback sockets, but for the handshake's, whose client is OpenSSL driven by hand.
 #include "e2ee/carrier.hpp"
 
 #include <gtest/gtest.h>
@@ -324,6 +324,53 @@ TEST(SecureStreamOverASocket, RestGivesItsBuffersBackBetweenMessagesAndLosesNoth
   EXPECT_GT(r->after_big, 16u * 1024);  // a large write's buffers, until rest()
   EXPECT_EQ(r->after_big_rest, 0u);
   EXPECT_TRUE(r->waiting_read_intact);
+}
+
+struct stale_result {
+  error_code handshake_ec, ec, stale_ec, next_ec;
+  std::size_t stale_read = 1, held_after_stale = 1;
+  std::string next;
+};
+
+// The test's sockets have no TCP_INQ, so a read that took everything does not prove the socket
+// empty: the next wait_readable returns at once, as after a stale edge.
+asio::awaitable<stale_result> stale_wake_up(contexts* ctx) {
+  stale_result r;
+  auto opened = open(ctx);
+  auto s = co_await std::move(opened);
+  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  if (r.handshake_ec) co_return r;
+  const std::string request(300, 'q');
+  auto asking = s->client->write_all(asio::buffer(request), r.ec);
+  co_await std::move(asking);
+  auto got = co_await read_exactly(s->server.get(), request.size(), r.ec);
+  if (r.ec || got != request) co_return r;
+  s->server->rest();
+  auto waking = s->server->wait_readable();
+  co_await std::move(waking);
+  char buf[4096];
+  auto stale = s->server->read_some(asio::buffer(buf), r.stale_ec);
+  r.stale_read = co_await std::move(stale);
+  r.held_after_stale = s->server->buffer_capacity();
+  // The next wait is a real one; the request after it reads as usual.
+  auto asking_again = s->client->write_all(asio::buffer(request), r.ec);
+  co_await std::move(asking_again);
+  auto waiting = s->server->wait_readable();
+  co_await std::move(waiting);
+  r.next = co_await read_exactly(s->server.get(), request.size(), r.next_ec);
+  co_return r;
+}
+
+TEST(SecureStreamOverASocket, AStaleWakeUpEndsTheReadWithWouldBlockAndHoldsNothing) {
+  auto r = run_with_contexts(stale_wake_up);
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
+  ASSERT_FALSE(r->ec) << r->ec.message();
+  EXPECT_EQ(r->stale_ec, asio::error::would_block) << r->stale_ec.message();
+  EXPECT_EQ(r->stale_read, 0u);
+  EXPECT_EQ(r->held_after_stale, 0u);
+  EXPECT_FALSE(r->next_ec) << r->next_ec.message();
+  EXPECT_EQ(r->next, std::string(300, 'q'));
 }
 
 struct waiting_result {
