@@ -45,6 +45,15 @@ asio::awaitable<std::unique_ptr<socket_session>> open(contexts* ctx) {
   return test::open_socket_session(ctx);
 }
 
+// A session, its handshakes' first error (if any) in `handshake_ec`.
+asio::awaitable<std::unique_ptr<socket_session>> open_checked(contexts* ctx,
+                                                              error_code& handshake_ec) {
+  auto opened = open(ctx);
+  auto s = co_await std::move(opened);
+  handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  co_return s;
+}
+
 template <class T>
 std::optional<T> run(asio::io_context& ioc, asio::awaitable<T> body) {
   return test::run_for_result(ioc, std::move(body));
@@ -65,9 +74,7 @@ struct exchange_result {
 
 asio::awaitable<exchange_result> exchange(contexts* ctx, std::string request) {
   exchange_result r;
-  auto opened = open(ctx);
-  auto s = co_await std::move(opened);
-  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  auto s = co_await open_checked(ctx, r.handshake_ec);
   if (r.handshake_ec) co_return r;
   // The client sends everything and half-closes (close_notify, then FIN); the server reads to
   // the end and only then answers on the same connection.
@@ -107,9 +114,7 @@ struct truncation_result {
 
 asio::awaitable<truncation_result> truncated(contexts* ctx) {
   truncation_result r;
-  auto opened = open(ctx);
-  auto s = co_await std::move(opened);
-  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  auto s = co_await open_checked(ctx, r.handshake_ec);
   if (r.handshake_ec) co_return r;
   error_code ec;
   auto writing = s->client->write_all(asio::buffer(std::string_view("cut")), ec);
@@ -134,9 +139,7 @@ struct abort_result {
 
 asio::awaitable<abort_result> aborted(contexts* ctx) {
   abort_result r;
-  auto opened = open(ctx);
-  auto s = co_await std::move(opened);
-  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  auto s = co_await open_checked(ctx, r.handshake_ec);
   if (r.handshake_ec) co_return r;
   s->server->abort(proto::stream_status::cancelled);  // an RST to the client
   auto reading = test::read_to_end(s->client.get(), &r.read_ec);
@@ -162,9 +165,7 @@ struct small_result {
 
 asio::awaitable<small_result> small_records(contexts* ctx) {
   small_result r;
-  auto opened = open(ctx);
-  auto s = co_await std::move(opened);
-  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  auto s = co_await open_checked(ctx, r.handshake_ec);
   if (r.handshake_ec) co_return r;
   std::string request(200, 'q'), reply(1300, 'r');
   for (int i = 0; i < 50 && !r.ec; ++i) {
@@ -247,12 +248,10 @@ asio::awaitable<void> until(const bool& done) {
 asio::awaitable<rest_result> rest_between_messages(contexts* ctx) {
   rest_result r;
   auto ex = co_await asio::this_coro::executor;
-  auto opened = open(ctx);
   auto f = std::make_shared<in_flight>();
-  f->s = co_await std::move(opened);
+  f->s = co_await open_checked(ctx, r.handshake_ec);
   auto* client = f->s->client.get();
   auto* server = f->s->server.get();
-  r.handshake_ec = f->s->client_ec ? f->s->client_ec : f->s->server_ec;
   if (r.handshake_ec) co_return r;
   const std::string request(200, 'q'), reply(1300, 'r');
   auto asking = client->write_all(asio::buffer(request), r.ec);
@@ -336,9 +335,7 @@ struct stale_result {
 // empty: the next wait_readable returns at once, as after a stale edge.
 asio::awaitable<stale_result> stale_wake_up(contexts* ctx) {
   stale_result r;
-  auto opened = open(ctx);
-  auto s = co_await std::move(opened);
-  r.handshake_ec = s->client_ec ? s->client_ec : s->server_ec;
+  auto s = co_await open_checked(ctx, r.handshake_ec);
   if (r.handshake_ec) co_return r;
   const std::string request(300, 'q');
   auto asking = s->client->write_all(asio::buffer(request), r.ec);
