@@ -76,15 +76,12 @@ class byte_buffer {
   }
 
  private:
+  // Uninitialised storage: a spare for spare_buffer_size bytes, the heap for any other size.
   static std::uint8_t* allocate(std::size_t n) {
-    if (n == spare_buffer_size) return static_cast<std::uint8_t*>(take_spare_buffer());
-    return new std::uint8_t[n];  // uninitialised, as make_unique_for_overwrite
+    return spare_allocator<std::uint8_t>{}.allocate(n);
   }
   static void free_storage(std::uint8_t* p, std::size_t capacity) noexcept {
-    if (capacity == spare_buffer_size)
-      give_spare_buffer(p);
-    else
-      delete[] p;
+    if (p) spare_allocator<std::uint8_t>{}.deallocate(p, capacity);
   }
 
   void grow(std::size_t n) {
