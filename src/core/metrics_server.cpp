@@ -19,7 +19,6 @@ namespace burrow {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
 using asio::ip::tcp;
 
 namespace {
@@ -29,6 +28,8 @@ constexpr int max_connections = 32;
 asio::awaitable<void> answer(tcp::socket socket, const metrics& m,
                              std::chrono::milliseconds deadline,
                              std::shared_ptr<std::atomic<int>> open) {
+  // Here, not at namespace scope: in a unity build burrow::http is the proxy's namespace.
+  namespace http = beast::http;
   struct done {
     std::shared_ptr<std::atomic<int>> n;
     ~done() { --*n; }
