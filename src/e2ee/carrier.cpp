@@ -1,11 +1,11 @@
 // The two carriers: a link stream's own operations, and a socket read with drained reads
-// (core/drained.hpp) and written with write_now.
+// (core/drained_reader.hpp) and written with write_now.
 #include "e2ee/carrier.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "core/drained.hpp"
+#include "core/drained_reader.hpp"
 #include "link/stream.hpp"
 #include "link/write_now.hpp"
 
@@ -41,33 +41,16 @@ class stream_carrier final : public carrier {
 
 class socket_carrier final : public carrier {
  public:
-  explicit socket_carrier(asio::ip::tcp::socket& s) : socket_(s) {
+  explicit socket_carrier(asio::ip::tcp::socket& s) : socket_(s), reader_(s) {
     error_code ec;
-    socket_.non_blocking(true, ec);  // receive_some and write_now must never wait
+    socket_.non_blocking(true, ec);  // the reader's recv and write_now must never wait
     if (ec) reset(proto::stream_status::cancelled);
   }
-  asio::awaitable<void> wait_readable() override {
-    if (!reset_ && drained_) {
-      // The edge came, or an error that the read will report: either way, read next.
-      co_await async_wait_readable(socket_, asio::as_tuple(asio::use_awaitable));
-      drained_ = false;
-    }
-    // The read after it tries once: a socket not known to be empty may be (no TCP_INQ, or an
-    // edge for bytes an earlier read took), and its reader waits again rather than holding its
-    // buffer through the wait.
-    woken_ = true;
-  }
+  // A reset socket is closed: the wait ends at once and the read reports the reset.
+  asio::awaitable<void> wait_readable() override { return reader_.wait_readable(); }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
-    if (reset_) {
-      ec = asio::error::connection_reset;
-      co_return 0;
-    }
-    if (woken_) {
-      woken_ = false;
-      co_return receive_some(socket_, b, drained_, ec);
-    }
-    auto reading = receive_when_ready(socket_, b, drained_, ec);
-    co_return co_await std::move(reading);
+    if (reset_) return refuse(ec);
+    return reader_.read_some(b, ec);
   }
   asio::awaitable<std::size_t> write_some(asio::const_buffer b, error_code& ec) override {
     if (reset_) {
@@ -94,9 +77,13 @@ class socket_carrier final : public carrier {
   std::size_t first_read_size() const override { return small_read_size; }
 
  private:
+  static asio::awaitable<std::size_t> refuse(error_code& ec) {
+    ec = asio::error::connection_reset;
+    co_return 0;
+  }
+
   asio::ip::tcp::socket& socket_;
-  bool drained_ = true;  // the last read left the socket empty: wait for epoll's edge first
-  bool woken_ = false;   // wait_readable() returned: the next read does not wait
+  drained_reader reader_;  // after wait_readable(), its read tries once (core/drained_reader.hpp)
   bool reset_ = false;
 };
 

@@ -7,7 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
-#include "core/drained.hpp"
+#include "core/drained_reader.hpp"
 #include "e2ee/secure_stream.hpp"
 #include "link/stream.hpp"
 #include "link/write_now.hpp"
@@ -23,25 +23,19 @@ namespace {
 // it in a coroutine of its own: one coroutine frame less on every read and write.
 class tcp_duplex final : public duplex {
  public:
-  explicit tcp_duplex(asio::ip::tcp::socket& s) : socket_(s) {
+  explicit tcp_duplex(asio::ip::tcp::socket& s) : socket_(s), reader_(s) {
     error_code ec;
     s.non_blocking(true, ec);
-    non_blocking_ = !ec;  // write_now and receive_some must never wait
+    non_blocking_ = !ec;  // write_now and the reader's recv must never wait
   }
-  bool readable_now() const override { return non_blocking_ && !drained_; }
+  bool readable_now() const override { return non_blocking_ && !reader_.drained(); }
   asio::awaitable<void> wait_readable() override {
-    // The read after it tries one recv, and ends with would_block if that finds nothing.
-    drained_ = false;
-    woken_ = non_blocking_;
-    if (non_blocking_)
-      return async_wait_readable(socket_, asio::redirect_error(asio::use_awaitable, wait_error_));
+    if (non_blocking_) return reader_.wait_readable();
     return socket_.async_wait(asio::ip::tcp::socket::wait_read,
                               asio::redirect_error(asio::use_awaitable, wait_error_));
   }
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer b, error_code& ec) override {
-    // Drained reads (core/drained.hpp): no recv that fails before each wait.
-    if (woken_) return read_once(b, ec);
-    if (non_blocking_) return receive_when_ready(socket_, b, drained_, ec);
+    if (non_blocking_) return reader_.read_some(b, ec);
     return read_waiting(b, ec);
   }
   asio::awaitable<void> write_all(asio::const_buffer b, error_code& ec) override {
@@ -62,10 +56,6 @@ class tcp_duplex final : public duplex {
   }
 
  private:
-  asio::awaitable<std::size_t> read_once(asio::mutable_buffer b, error_code& ec) {
-    woken_ = false;
-    co_return receive_some(socket_, b, drained_, ec);
-  }
   asio::awaitable<std::size_t> read_waiting(asio::mutable_buffer b, error_code& ec) {
     auto [e, n] = co_await socket_.async_read_some(b, asio::as_tuple(asio::use_awaitable));
     ec = e;
@@ -73,10 +63,9 @@ class tcp_duplex final : public duplex {
   }
 
   asio::ip::tcp::socket& socket_;
+  drained_reader reader_;  // drained reads (core/drained_reader.hpp), when non-blocking
   bool non_blocking_ = false;
-  bool drained_ = true;    // the last read left the socket empty: wait for epoll's edge first
   error_code wait_error_;  // the read that follows finds the same error itself
-  bool woken_ = false;     // wait_readable() returned: the next read does not wait
 };
 
 class tls_duplex final : public duplex {

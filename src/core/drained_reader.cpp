@@ -1,0 +1,35 @@
+// Drained reads for a reader that waits first (core/drained_reader.hpp).
+#include "core/drained_reader.hpp"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/drained.hpp"
+
+namespace burrow {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+// Neither function is a coroutine of its own: each returns the awaitable it passes the call to,
+// one frame less on every wait and read.
+asio::awaitable<void> drained_reader::wait_readable() {
+  // A socket not marked drained ends the wait at once, without a system call.
+  drained_ = false;
+  woken_ = true;
+  return async_wait_readable(socket_, asio::redirect_error(asio::use_awaitable, wait_error_));
+}
+
+asio::awaitable<std::size_t> drained_reader::read_some(asio::mutable_buffer buffer,
+                                                       error_code& ec) {
+  if (woken_) return read_once(buffer, ec);
+  return receive_when_ready(socket_, buffer, drained_, ec);
+}
+
+asio::awaitable<std::size_t> drained_reader::read_once(asio::mutable_buffer buffer,
+                                                       error_code& ec) {
+  woken_ = false;
+  co_return receive_some(socket_, buffer, drained_, ec);
+}
+
+}  // namespace burrow
