@@ -11,12 +11,21 @@ namespace burrow {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
+namespace {
+
+asio::awaitable<void> at_once() {
+  co_return;
+}
+
+}  // namespace
+
 // Neither function is a coroutine of its own: each returns the awaitable it passes the call to,
 // one frame less on every wait and read.
 asio::awaitable<void> drained_reader::wait_readable() {
-  // A socket not marked drained ends the wait at once, without a system call.
-  drained_ = false;
   woken_ = true;
+  // Not known to be empty: the read finds out, without a trip through the reactor's queue.
+  if (!drained_) return at_once();
+  drained_ = false;
   return async_wait_readable(socket_, asio::redirect_error(asio::use_awaitable, wait_error_));
 }
 

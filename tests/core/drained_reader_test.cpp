@@ -132,6 +132,20 @@ TEST(DrainedReader, AReadAfterAStaleWakeUpSaysWouldBlockAndTheNextWaitTakesTheNe
   }
 }
 
+TEST(DrainedReader, AWaitWithBytesLeftEndsAtOnceAndTheReadTakesThem) {
+  asio::io_context io;
+  socket_pair p(io, true);
+  drained_reader reader(p.server);
+  asio::write(p.client, asio::buffer(std::string(100, 'x')));
+  auto first = wait_then_read(io, reader);  // a 64-byte buffer: 36 bytes stay behind
+  EXPECT_EQ(first.bytes.size(), 64u);
+  EXPECT_FALSE(reader.drained());
+  auto rest = wait_then_read(io, reader);
+  EXPECT_EQ(rest.bytes, std::string(36, 'x'));
+  EXPECT_FALSE(rest.ec) << rest.ec.message();
+  EXPECT_TRUE(reader.drained());
+}
+
 TEST(DrainedReader, AReadWithoutAWaitWaitsForBytes) {
   asio::io_context io;
   socket_pair p(io, true);
