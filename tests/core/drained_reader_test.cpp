@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "core/drained.hpp"
+#include "core/socket_pair.hpp"
 
 namespace burrow::drained_reader_test {
 namespace {
@@ -24,20 +24,7 @@ using asio::ip::tcp;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
-struct socket_pair {
-  // `inq`: the accepted `server` end reports what it still holds with every read (TCP_INQ).
-  socket_pair(asio::io_context& io, bool inq) : client(io), server(io) {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    if (inq) {
-      EXPECT_TRUE(report_queued_bytes(acceptor));
-    }
-    client.connect(acceptor.local_endpoint());
-    acceptor.accept(server);
-    server.non_blocking(true);
-  }
-  tcp::socket client;
-  tcp::socket server;
-};
+using test::socket_pair;
 
 struct read_result {
   std::string bytes;

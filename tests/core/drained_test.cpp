@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/socket_pair.hpp"
+
 namespace burrow {
 namespace {
 
@@ -28,21 +30,7 @@ using asio::ip::tcp;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
-struct drained_pair {
-  // `inq`: the listener asks for TCP_INQ, and the accepted `server` end inherits it.
-  explicit drained_pair(asio::io_context& io, bool inq = false) : client(io), server(io) {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    if (inq) {
-      EXPECT_TRUE(report_queued_bytes(acceptor));
-    }
-    client.connect(acceptor.local_endpoint());
-    acceptor.accept(server);
-    client.non_blocking(true);
-    server.non_blocking(true);
-  }
-  tcp::socket client;
-  tcp::socket server;
-};
+using test::socket_pair;
 
 // Polls until `s` has bytes to read (or a FIN), within a deadline.
 void await_arrival(tcp::socket& s) {
@@ -58,13 +46,13 @@ void await_arrival(tcp::socket& s) {
 }
 
 // Sends `text` from the client and waits until the server end has it.
-void deliver(drained_pair& p, const std::string& text) {
+void deliver(socket_pair& p, const std::string& text) {
   asio::write(p.client, asio::buffer(text));
   await_arrival(p.server);
 }
 
 // One receive_some on the server end, as text.
-std::string receive_text(drained_pair& p, bool& drained, error_code& ec) {
+std::string receive_text(socket_pair& p, bool& drained, error_code& ec) {
   char buf[64];
   std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
   return std::string(buf, n);
@@ -74,7 +62,7 @@ TEST(Drained, ASocketWithAFinStillToReadIsNotDrained) {
   // The case a short read gets wrong: bytes and the FIN arrive together, so epoll raises one edge
   // for both. The read that takes the bytes must not call the socket empty.
   asio::io_context io;
-  drained_pair p(io, true);
+  socket_pair p(io, true);
   asio::write(p.client, asio::buffer(std::string("last words")));
   p.client.shutdown(tcp::socket::shutdown_send);
   await_arrival(p.server);
@@ -90,7 +78,7 @@ TEST(Drained, ASocketWithAFinStillToReadIsNotDrained) {
 
 TEST(Drained, AReadThatEmptiesTheSocketSaysSoAndTheWaitGetsTheNextBytes) {
   asio::io_context io;
-  drained_pair p(io, true);
+  socket_pair p(io, true);
   deliver(p, "first");
   bool drained = false;
   error_code ec;
@@ -112,7 +100,7 @@ TEST(Drained, AReadThatEmptiesTheSocketSaysSoAndTheWaitGetsTheNextBytes) {
 
 TEST(Drained, AFinAfterTheEmptyingReadEndsTheWait) {
   asio::io_context io;
-  drained_pair p(io, true);
+  socket_pair p(io, true);
   deliver(p, "bytes");
   bool drained = false;
   error_code ec;
@@ -135,7 +123,7 @@ TEST(Drained, ASocketResetWithBytesStillToReadIsNotDrained) {
   // socket empty left its wait hanging for good (a visitor that sent close_notify and reset,
   // as wrk does, kept its stream open in the relay).
   asio::io_context io;
-  drained_pair p(io, true);
+  socket_pair p(io, true);
   bool drained = false;
   error_code ec;
   EXPECT_EQ(receive_text(p, drained, ec), "");
@@ -167,7 +155,7 @@ TEST(Drained, ASocketResetWithBytesStillToReadIsNotDrained) {
 
 TEST(Drained, ReceiveWhenReadyWaitsForBytesThenTheFin) {
   asio::io_context io;
-  drained_pair p(io, true);
+  socket_pair p(io, true);
   std::vector<std::string> got;
   std::optional<error_code> ended;
   asio::co_spawn(
@@ -209,7 +197,7 @@ TEST(Drained, ReceiveWhenReadyWaitsForBytesThenTheFin) {
 
 TEST(Drained, BytesLeftBehindAreNotCalledEmpty) {
   asio::io_context io;
-  drained_pair p(io, true);
+  socket_pair p(io, true);
   deliver(p, "0123456789");
   std::this_thread::sleep_for(20ms);  // all ten, not the first segment alone
   char buf[4];
@@ -222,7 +210,7 @@ TEST(Drained, BytesLeftBehindAreNotCalledEmpty) {
 
 TEST(Drained, WithoutTheReportOnlyAnEmptyReadSaysDrained) {
   asio::io_context io;
-  drained_pair p(io);  // no TCP_INQ: a read cannot tell
+  socket_pair p(io);  // no TCP_INQ: a read cannot tell
   deliver(p, "abc");
   bool drained = true;
   error_code ec;
@@ -235,7 +223,7 @@ TEST(Drained, WithoutTheReportOnlyAnEmptyReadSaysDrained) {
 
 TEST(Drained, AReportingSocketCanBeAskedDirectly) {
   asio::io_context io;
-  drained_pair p(io);
+  socket_pair p(io);
   EXPECT_TRUE(report_queued_bytes(p.client));
   p.client.close();
   EXPECT_FALSE(report_queued_bytes(p.client));
@@ -269,7 +257,7 @@ TEST(Drained, ThisBuildTellsTheReactor) {
 
 TEST(Drained, AReadAfterMarkWaitsForTheNextBytesAndGetsThem) {
   asio::io_context io;
-  drained_pair p(io);
+  socket_pair p(io);
   asio::write(p.server, asio::buffer(std::string("first bytes")));
   std::this_thread::sleep_for(20ms);
   EXPECT_EQ(read_until_short(p.client), "first bytes");
@@ -291,7 +279,7 @@ TEST(Drained, AReadAfterMarkWaitsForTheNextBytesAndGetsThem) {
 
 TEST(Drained, AWaitAfterMarkTakesTheNextEdgeAndOneWithoutMarkEndsAtOnce) {
   asio::io_context io;
-  drained_pair p(io);
+  socket_pair p(io);
   std::optional<error_code> waited;
   mark_drained(p.client);
   async_wait_readable(p.client, [&](error_code ec) { waited = ec; });
@@ -317,7 +305,7 @@ TEST(Drained, BytesThatCameBeforeTheMarkAreNotLost) {
   // The reactor has already seen the edge of bytes that came after the last read: the next
   // epoll_wait reports them still, so the marked wait completes.
   asio::io_context io;
-  drained_pair p(io);
+  socket_pair p(io);
   asio::write(p.server, asio::buffer(std::string("early")));
   std::this_thread::sleep_for(20ms);
   std::optional<error_code> waited;
@@ -331,7 +319,7 @@ TEST(Drained, BytesThatCameBeforeTheMarkAreNotLost) {
 TEST(Drained, AWaitInARaceWithATimerIsCancelled) {
   using namespace asio::experimental::awaitable_operators;
   asio::io_context io;
-  drained_pair p(io);
+  socket_pair p(io);
   std::optional<int> winner;
   asio::co_spawn(
       io,
@@ -350,7 +338,7 @@ TEST(Drained, AWaitInARaceWithATimerIsCancelled) {
 
 TEST(Drained, AWaitEndsWhenTheSocketIsClosed) {
   asio::io_context io;
-  drained_pair p(io);
+  socket_pair p(io);
   std::optional<error_code> waited;
   mark_drained(p.client);
   async_wait_readable(p.client, [&](error_code ec) { waited = ec; });
