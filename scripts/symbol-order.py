@@ -143,7 +143,8 @@ BUSY = ("relay", "agent-tcp", "agent-e2e", "agent-blind", "agent-inspect", "conn
 
 
 # The headings of arrange()'s groups, as comment lines in the file (the linker skips them).
-# tests/idle_code_check.py finds an idle relay's code by the first two.
+# tests/idle_code_check.py finds an idle relay's code by the headings that start with "the C
+# runtime" and "an idle relay".
 GROUPS = ("the C runtime's start and exit",
           "an idle relay: its start and housekeeping",
           "an idle relay and idle agents",

@@ -7,9 +7,9 @@ Starts `burrow relay` on 127.0.0.1 with a fresh state directory, waits for it to
 then for a few of its housekeeping ticks, and reads which pages of the binary's code are in its
 page table (/proc/PID/pagemap). The kernel maps code in windows of 64 KiB around each page that
 runs, so every page of code the relay ran, and its neighbours, shows. Pages of the text far from
-the functions the order file lists for an idle relay (its first three groups) mean the relay now
-runs code the file does not list: new start-up code since scripts/symbol-order.py last ran, whose
-windows each add to every relay's resident memory. Fails then, naming the functions found there;
+the functions the order file lists for an idle relay (the groups headed "the C runtime..." and
+"an idle relay...") mean the relay now runs code the file does not list: new start-up code since
+scripts/symbol-order.py last ran, whose windows each add to every relay's resident memory. Fails then, naming the functions found there;
 rerun the script. The other executable sections (.init, .plt) are left out: the linker puts them
 after the text, and they run in every process.
 """
@@ -27,19 +27,18 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 READY_DEADLINE = 30  # seconds
 IDLE = 3  # seconds of housekeeping after the relay is ready
 ALLOWED_PAGES = 2 * WINDOW // PAGE  # two windows' worth of stray pages
-IDLE_GROUPS = 3  # the C runtime, the idle relay's own, shared with idle agents
+# The headings of the groups an idle relay runs (scripts/symbol-order.py, GROUPS).
+IDLE_RELAY_GROUPS = ("# the C runtime", "# an idle relay")
 
 
 def listed_for_idle_relay(order_file):
-    """The names in the order file's first IDLE_GROUPS groups (headed by comment lines)."""
-    names, groups = [], 0
+    """The names in the order file's groups for an idle relay (each headed by a comment line)."""
+    names, wanted = [], False
     for line in open(order_file):
         line = line.strip()
-        if line.startswith("# ") and not line.startswith("# The ") and "(" not in line:
-            groups += 1
-            if groups > IDLE_GROUPS:
-                break
-        elif line and not line.startswith("#") and groups:
+        if line.startswith("#"):
+            wanted = line.startswith(IDLE_RELAY_GROUPS)
+        elif line and wanted:
             names.append(line)
     return names
 
