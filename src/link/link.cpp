@@ -8,6 +8,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/drained.hpp"
@@ -142,7 +143,9 @@ asio::awaitable<void> link::reader() {
     }
     if (!going_on || aborted_) co_return;
     if (n >= min_read_size) {
-      large_reads_ = true;
+      // The keeper gives these buffers back after a quiet second; one resting until the next
+      // ping (no streams: say a large control message came) must reckon with them now.
+      if (!std::exchange(large_reads_, true)) wake_keeper();
       small_reads = 0;
     } else if (large_reads_ && (++small_reads == small_reads_to_shrink || after_quiet)) {
       shrink_read_buffers();
@@ -307,6 +310,8 @@ void link::chunk_sent() {
   if (small_batch) {  // after a burst, an idle link gives its buffers back
     writing_.trim(idle_buffer_keep);
     records_.trim(idle_buffer_keep);
+  } else if (keeper_resting_) {
+    wake_keeper();  // as for large reads: the keeper gives these back after a quiet second
   }
   if (write_blocked_ && write_buffer_.size() <= limits_.write_low_water) {
     write_blocked_ = false;

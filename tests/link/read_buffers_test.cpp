@@ -1,5 +1,6 @@
 // A link's read buffers grow for bulk and are given back after it: once the link has been quiet
-// for a second (at the next frame, or by the keeper without one), not only after 16 small reads.
+// for a second (at the next frame, or by the keeper without one), not only after 16 small reads;
+// also when what made them grow was a large control message on a link without streams.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "e2ee/link_pair.hpp"
 #include "link/stream.hpp"
+#include "proto/control.hpp"
 
 namespace burrow::link {
 namespace read_buffers_test {  // named: the unity build puts test files side by side
@@ -89,6 +91,48 @@ TEST(LinkReadBuffers, GoBackAfterAQuietSecondWithoutAFrame) {
   EXPECT_GT(r->peak, 4 * idle_keep) << "bulk never made the reads large";
   EXPECT_LE(r->after, idle_keep) << "still " << r->after << " bytes";
   // A quiet second and a tick of the keeper; the next frame (a ping) would be 5 s away.
+  EXPECT_LT(r->waited, 3000ms);
+}
+
+// An agent registering many services gets a large answer on a link with no stream yet, whose
+// keeper is resting until the next ping: the buffers that answer grew must not wait for it.
+asio::awaitable<result> control_then_quiet(test::link_pair* pair) {
+  proto::register_services many;
+  for (int i = 0; i < 400; ++i)
+    many.services.push_back({.name = "service-" + std::to_string(1000 + i), .remote_port = 0});
+  result r;
+  asio::steady_timer timer(pair->executor());
+  auto wait_until = [&](auto done, std::chrono::milliseconds limit) -> asio::awaitable<bool> {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < until) {
+      timer.expires_after(20ms);
+      co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    co_return done();
+  };
+  // Let both keepers come to rest on an idle link first.
+  timer.expires_after(300ms);
+  co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  pair->near().send_control(many);
+  co_await wait_until([&] { return pair->far().read_buffer_capacity() > 4 * idle_keep; }, 5s);
+  r.peak = pair->far().read_buffer_capacity();
+  const auto start = std::chrono::steady_clock::now();
+  co_await wait_until([&] { return pair->far().read_buffer_capacity() <= idle_keep; }, 6s);
+  r.waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  r.after = pair->far().read_buffer_capacity();
+  co_return r;
+}
+
+TEST(LinkReadBuffers, GoBackAfterAQuietSecondWhenOnlyControlMessagesCame) {
+  asio::io_context ioc;
+  link_limits limits;
+  limits.ping_interval = 5s;  // the resting keepers' next wake-up, without the fix
+  test::link_pair pair(ioc, limits);
+  auto r = test::run_with_links(ioc, pair, control_then_quiet(&pair), 20s);
+  ASSERT_TRUE(r.has_value()) << "timed out";
+  EXPECT_GT(r->peak, 4 * idle_keep) << "the control message never made the reads large";
+  EXPECT_LE(r->after, idle_keep) << "still " << r->after << " bytes";
   EXPECT_LT(r->waited, 3000ms);
 }
 
