@@ -21,14 +21,7 @@ while [ $# -gt 0 ]; do
 done
 [ "$seconds" -gt "$drop_after" ] || { echo "--seconds must be more than --drop-after" >&2; exit 2; }
 command -v gcc >/dev/null || { echo "needs gcc (bash scripts/setup.sh)" >&2; exit 2; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source bench/lib/children.sh  # $work, pids+=($!), all ended on exit
 gcc -O2 -Wall -shared -fPIC bench/lib/drop-file-pages.c -o "$work/drop-file-pages.so"
 
 "$burrow" relay --state-dir "$work/plain" --listen 127.0.0.1:0 --public-bind 127.0.0.1 \

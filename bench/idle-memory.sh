@@ -21,14 +21,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 burrow=$(realpath "$burrow")
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source bench/lib/children.sh  # $work, pids+=($!), all ended on exit
 
 wait_for() {  # FILE REGEX COUNT: until FILE has COUNT lines matching REGEX (at most 30 s)
   for _ in $(seq 300); do

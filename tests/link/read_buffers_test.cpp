@@ -34,6 +34,27 @@ struct result {
 constexpr std::size_t bulk = 8u << 20;
 constexpr std::size_t idle_keep = 32 * 1024;
 
+// Polls `done` every 20 ms until it holds or `limit` has passed; whether it holds.
+template <class Done>
+asio::awaitable<bool> wait_until(Done done, std::chrono::milliseconds limit) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < until) {
+    timer.expires_after(20ms);
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  co_return done();
+}
+
+// Waits up to 6 s for the far link to give its read buffers back: how long, and what is left.
+asio::awaitable<void> wait_for_give_back(test::link_pair* pair, result& r) {
+  const auto start = std::chrono::steady_clock::now();
+  co_await wait_until([pair] { return pair->far().read_buffer_capacity() <= idle_keep; }, 6s);
+  r.waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  r.after = pair->far().read_buffer_capacity();
+}
+
 asio::awaitable<result> bulk_then_quiet(test::link_pair* pair) {
   auto ends = co_await pair->open();
   result r;
@@ -53,16 +74,7 @@ asio::awaitable<result> bulk_then_quiet(test::link_pair* pair) {
     r.received += n;
   }
   // Now only the links' pings and pongs (every 1.5 s each way) reach the far link.
-  asio::steady_timer timer(pair->executor());
-  const auto start = std::chrono::steady_clock::now();
-  while (pair->far().read_buffer_capacity() > idle_keep &&
-         std::chrono::steady_clock::now() - start < 6s) {
-    timer.expires_after(50ms);
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-  r.waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start);
-  r.after = pair->far().read_buffer_capacity();
+  co_await wait_for_give_back(pair, r);
   co_return r;
 }
 
@@ -101,26 +113,13 @@ asio::awaitable<result> control_then_quiet(test::link_pair* pair) {
   for (int i = 0; i < 400; ++i)
     many.services.push_back({.name = "service-" + std::to_string(1000 + i), .remote_port = 0});
   result r;
-  asio::steady_timer timer(pair->executor());
-  auto wait_until = [&](auto done, std::chrono::milliseconds limit) -> asio::awaitable<bool> {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    while (!done() && std::chrono::steady_clock::now() < until) {
-      timer.expires_after(20ms);
-      co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-    co_return done();
-  };
   // Let both keepers come to rest on an idle link first.
-  timer.expires_after(300ms);
+  asio::steady_timer timer(pair->executor(), 300ms);
   co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   pair->near().send_control(many);
-  co_await wait_until([&] { return pair->far().read_buffer_capacity() > 4 * idle_keep; }, 5s);
+  co_await wait_until([pair] { return pair->far().read_buffer_capacity() > 4 * idle_keep; }, 5s);
   r.peak = pair->far().read_buffer_capacity();
-  const auto start = std::chrono::steady_clock::now();
-  co_await wait_until([&] { return pair->far().read_buffer_capacity() <= idle_keep; }, 6s);
-  r.waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start);
-  r.after = pair->far().read_buffer_capacity();
+  co_await wait_for_give_back(pair, r);
   co_return r;
 }
 
