@@ -21,17 +21,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 burrow=$(realpath "$burrow")
-source bench/lib/children.sh  # $work, pids+=($!), all ended on exit
+source bench/lib/children.sh  # $work, pids+=($!), all ended on exit; wait_for
 
-wait_for() {  # FILE REGEX COUNT: until FILE has COUNT lines matching REGEX (at most 30 s)
-  for _ in $(seq 300); do
-    [ "$(grep -cE "$2" "$1" 2>/dev/null || true)" -ge "$3" ] && return 0
-    sleep 0.1
-  done
-  echo "no '$2' in $1 after 30 s:" >&2
-  cat "$1" >&2
-  exit 1
-}
 show() {  # NAME PID
   awk -v name="$1" '/^VmRSS:/ { v = $2 } /^RssAnon:/ { a = $2 }
     END { printf "%-28s VmRSS %6d  RssAnon %6d", name, v, a }' /proc/"$2"/status

@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
 done
 command -v gcc >/dev/null || { echo "needs gcc (bash scripts/setup.sh)" >&2; exit 2; }
 burrow=$(realpath "$burrow")
-source bench/lib/children.sh  # $work, pids+=($!), all ended on exit
+source bench/lib/children.sh  # $work, pids+=($!), all ended on exit; wait_for
 gcc -O2 -Wall bench/lib/openssl-init-pages.c -o "$work/init-pages" -lssl -lcrypto
 gcc -O2 -Wall -shared -fPIC bench/lib/no-error-strings.c -o "$work/no-error-strings.so" \
   -lssl -lcrypto
@@ -33,18 +33,14 @@ for opts in "" no-add-all no-config no-strings "no-add-all no-config no-strings"
   "$work/init-pages" $opts
 done
 
-relay_rss() {  # PRELOAD: start an idle relay, print its VmRSS and libcrypto's Rss, end it
+relay_rss() {  # PRELOAD LABEL: start an idle relay, print its VmRSS and libcrypto's Rss, end it
   local dir
   dir=$(mktemp -d -p "$work")
   LD_PRELOAD=$1 "$burrow" relay --state-dir "$dir/state" --listen 127.0.0.1:0 \
     --public-bind 127.0.0.1 --port-range 0 >"$dir/log" 2>&1 &
   local pid=$!
   pids+=("$pid")
-  for _ in $(seq 300); do
-    grep -q "relay ready" "$dir/log" && break
-    sleep 0.1
-  done
-  grep -q "relay ready" "$dir/log" || { echo "relay not ready after 30 s:" >&2; cat "$dir/log" >&2; exit 1; }
+  wait_for "$dir/log" "relay ready" 1
   sleep "$settle"
   printf "  %-22s VmRSS %6d  libcrypto %5d\n" "${2}" \
     "$(awk '/^VmRSS:/ { print $2 }' /proc/"$pid"/status)" \
