@@ -1,6 +1,6 @@
 // Preloaded into a burrow process by bench/openssl-init-pages.sh (an experiment, not part of
 // Burrow): before main, tells OpenSSL never to load its error strings, so that the relay's
-// resident set can be read without them. Errors then read "reason(134)" instead of their text.
+// resident set can be read without them. Errors then read "lib(20)::reason(134)", not their text.
 #include <openssl/crypto.h>
 #include <openssl/ssl.h>
 
