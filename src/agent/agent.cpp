@@ -96,7 +96,7 @@ agent::agent(agent_config config)
   // End-to-end services need the key; share URLs use its fingerprint for their default names.
   bool needs_identity = std::any_of(
       services_.begin(), services_.end(),
-      [](const service_state& st) { return st.config.e2ee || st.config.kind == "http"; });
+      [](const service_state& st) { return st.config.kind != proto::tunnel_kind::tcp_port; });
   if (needs_identity) {
     state_dir_ = config_.state_dir.empty() ? e2ee::default_agent_state_dir() : config_.state_dir;
     try {
@@ -111,7 +111,7 @@ agent::agent(agent_config config)
     // A name the relay holds for this agent alone: the same after a restart (the key is kept),
     // different from every other agent's (the key is not).
     for (auto& st : services_)
-      if ((st.config.e2ee || st.config.kind == "http") && !st.config.name_given)
+      if (st.config.kind != proto::tunnel_kind::tcp_port && !st.config.name_given)
         st.config.name += "-" + fingerprint_.substr(std::string("sha256:").size(), 8);
   }
   for (auto& st : services_) {
@@ -133,7 +133,7 @@ int agent::run() {
     spawn_logged(workers_.at(i % workers_.size()).get_executor(), link_slot(i),
                  "link " + std::to_string(i));
   bool http = std::any_of(services_.begin(), services_.end(),
-                          [](const service_state& st) { return st.config.kind == "http"; });
+                          [](const service_state& st) { return is_share_url(st.config.kind); });
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();
   for (auto& st : services_) st.last_request->store(now);
   if (http) spawn_logged(workers_.at(0).get_executor(), share_url_upkeep(), "share URL upkeep");
@@ -154,10 +154,10 @@ proto::register_services agent::registration() {
   proto::register_services r;
   for (auto& s : services_) {
     if (s.expired) continue;
-    proto::service_spec spec{s.config.name, s.config.kind, s.assigned_port, s.config.e2ee, {}};
-    spec.mode = s.config.mode;
+    proto::service_spec spec{s.config.name, s.config.kind, s.assigned_port};
     spec.plain_http = s.config.plain_http;
-    if (s.config.mode == "inspect" && s.config.rules) spec.access = s.config.rules->to_spec();
+    if (s.config.kind == proto::tunnel_kind::share_inspect && s.config.rules)
+      spec.access = s.config.rules->to_spec();
     if (!s.config.visitor_token.empty())
       spec.visitor_token_sha256 = hex(sha256(s.config.visitor_token));
     r.services.push_back(std::move(spec));
@@ -230,15 +230,17 @@ asio::awaitable<std::string> agent::serve_link(unsigned index, std::shared_ptr<l
     // Frames of a sealed stream come from outside the link's TLS: only a stream whose bytes
     // this side authenticates (its end-to-end TLS, a share URL's TLS) may be one.
     const service_config& svc = services_[found].config;
-    const bool authenticated =
-        meta.scheme.empty() && (svc.kind == "http" ? svc.mode != "inspect" : svc.e2ee);
+    const bool authenticated = meta.scheme == proto::visitor_scheme::own_tls &&
+                               svc.kind != proto::tunnel_kind::share_inspect &&
+                               svc.kind != proto::tunnel_kind::tcp_port;
     if (s->sealed() && !authenticated) {
       spdlog::warn("service {}: the relay opened a sealed stream for bytes in the clear; refused",
                    svc.name);
       raw->refuse(*s, proto::stream_status::protocol_error, "a sealed stream for this service");
       return;
     }
-    if (svc.e2ee && meta.e2ee_session == e2ee::new_session) {  // no local connection
+    if (svc.kind == proto::tunnel_kind::tcp_e2ee &&
+        meta.e2ee_session == e2ee::new_session) {  // no local connection
       spawn_logged(
           raw->executor(),
           e2ee_session_stream(raw->shared_from_this(), std::move(s), std::move(meta), found),
@@ -268,12 +270,12 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
     if (res.ok) {
       any_ok = true;
       s.refused_logged = false;
-      if (s.config.e2ee) {
+      if (s.config.kind == proto::tunnel_kind::tcp_e2ee) {
         if (!s.announced) announce_e2ee(s);
         s.announced = true;
         continue;
       }
-      if (s.config.kind == "http") {
+      if (is_share_url(s.config.kind)) {
         s.public_address = res.public_address;
         s.host = share_url_host(res.public_address);
         if (!s.config.acme_directory.empty()) {
@@ -287,14 +289,15 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
           if (s.acme_cert) announce_share_url(s);
           continue;
         }
-        if (s.config.mode == "blind") maybe_request_cert(l, s);
-        if (s.config.mode != "blind" || s.web_tls) announce_share_url(s);
+        const bool blind = s.config.kind == proto::tunnel_kind::share_blind;
+        if (blind) maybe_request_cert(l, s);
+        if (!blind || s.web_tls) announce_share_url(s);
         continue;
       }
       if (s.assigned_port != res.remote_port || s.public_address != res.public_address) {
         s.assigned_port = res.remote_port;
         s.public_address = res.public_address;
-        std::string line = fmt::format("{} {} is public at {}", s.config.kind,
+        std::string line = fmt::format("tcp {} is public at {}",
                                        format_host_port(s.config.local_host, s.config.local_port),
                                        res.public_address);
         std::fputs((line + "\n").c_str(), stdout);
@@ -309,7 +312,7 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
       spdlog::warn("service {}: port {} is no longer ours ({}); asking for another", s.config.name,
                    s.assigned_port, res.message);
       s.assigned_port = 0;
-      retry.services.push_back({s.config.name, "tcp", 0, false, {}});
+      retry.services.push_back({s.config.name, proto::tunnel_kind::tcp_port, 0});
       continue;
     }
     if (!s.refused_logged) {
@@ -355,11 +358,11 @@ void agent::announce_share_url(service_state& s) {
       fmt::format("http {} is public at {}",
                   format_host_port(s.config.local_host, s.config.local_port), s.public_address);
   std::string out = line + "\n";
-  if (s.config.mode == "inspect")
+  if (s.config.kind == proto::tunnel_kind::share_inspect)
     out +=
         "visitors trust the relay's CA (`burrow relay ca` prints it); the relay ends TLS and "
         "logs each request\n";
-  if (s.config.mode == "blind" && !s.own_cert)
+  if (s.config.kind == proto::tunnel_kind::share_blind && !s.own_cert)
     out += fmt::format(
         "visitors trust the relay's CA (`burrow relay ca` prints it; a copy is in {}): curl "
         "--cacert {} {}\n",
@@ -390,7 +393,7 @@ void agent::maybe_request_cert(link::link& l, service_state& s) {
 void agent::on_certificate(const proto::certificate& c) {
   std::lock_guard lock(mutex_);
   auto it = std::find_if(services_.begin(), services_.end(), [&](const service_state& st) {
-    return st.config.name == c.name && st.config.kind == "http";
+    return st.config.name == c.name && is_share_url(st.config.kind);
   });
   if (it == services_.end()) return;
   auto& s = *it;
@@ -446,7 +449,7 @@ asio::awaitable<void> agent::share_url_upkeep() {
     std::lock_guard lock(mutex_);
     auto now = std::chrono::steady_clock::now();
     for (auto& s : services_) {
-      if (s.config.kind != "http" || s.expired) continue;
+      if (!is_share_url(s.config.kind) || s.expired) continue;
       auto idle = now - std::chrono::steady_clock::time_point(
                             std::chrono::steady_clock::duration(s.last_request->load()));
       if (s.config.expire_in.count() > 0 && now - started_ >= s.config.expire_in)
@@ -467,7 +470,7 @@ asio::awaitable<void> agent::share_url_upkeep() {
     if (!live) continue;
     for (std::size_t i = 0; i < services_.size(); ++i) {
       auto& s = services_[i];
-      if (s.config.kind != "http" || s.config.mode != "blind" || s.own_cert || s.host.empty() ||
+      if (s.config.kind != proto::tunnel_kind::share_blind || s.own_cert || s.host.empty() ||
           s.expired)
         continue;
       bool due = !s.web_tls || now >= s.renew_at;
@@ -581,17 +584,20 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
     ~done() { --n; }
   } guard{active_streams_};
   const service_config& svc = services_[index].config;  // immutable after construction
-  if (svc.kind == "http" && svc.mode != "passthrough") {
+  if (svc.kind == proto::tunnel_kind::share_blind ||
+      svc.kind == proto::tunnel_kind::share_inspect) {
     auto serving = web_session(std::move(l), std::move(s), std::move(meta), index);
     co_await std::move(serving);
     co_return;
   }
-  if (svc.kind == "http")  // passthrough: each visitor connection counts as activity for expiry
+  if (svc.kind == proto::tunnel_kind::share_passthrough)  // passthrough: each visitor connection
+                                                          // counts as activity for expiry
     services_[index].last_request->store(
         std::chrono::steady_clock::now().time_since_epoch().count());
   // A stream keyed from a session is checked before the local service sees a connection.
   std::unique_ptr<link::record_protection> keyed;
-  if (svc.e2ee && !meta.e2ee_session.empty()) {
+  const bool e2ee = svc.kind == proto::tunnel_kind::tcp_e2ee;
+  if (e2ee && !meta.e2ee_session.empty()) {
     keyed = keyed_stream(*l, *s, meta, index);
     if (!keyed) co_return;
   }
@@ -622,7 +628,7 @@ asio::awaitable<void> agent::local_session(std::shared_ptr<link::link> l,
   std::optional<e2ee::secure_stream> tls;
   if (keyed) {
     tls.emplace(s, std::move(keyed));
-  } else if (svc.e2ee) {
+  } else if (e2ee) {
     tls.emplace(e2ee_tls_->native_handle(), s, e2ee::tls_role::server);
     auto shaking = tls->handshake();
     auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);
@@ -669,10 +675,14 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
     host = services_[index].host;
   }
   // In the clear: plain HTTP the service asked for, or HTTP the relay decrypted (inspect mode).
-  bool clear = meta.scheme == "http" || (meta.scheme == "https" && svc.mode == "inspect");
-  if ((meta.scheme == "http" && !svc.plain_http) || (svc.mode == "inspect" && !clear)) {
-    l->refuse(*s, proto::stream_status::forbidden,
-              "this share URL is not served in that form (" + meta.scheme + ")");
+  using proto::visitor_scheme;
+  const bool inspect = svc.kind == proto::tunnel_kind::share_inspect;
+  bool clear = meta.scheme == visitor_scheme::plain_http ||
+               (meta.scheme == visitor_scheme::https_ended && inspect);
+  if ((meta.scheme == visitor_scheme::plain_http && !svc.plain_http) || (inspect && !clear)) {
+    l->refuse(
+        *s, proto::stream_status::forbidden,
+        "this share URL is not served in that form (" + std::string(to_wire(meta.scheme)) + ")");
     co_return;
   }
   if (!web_tls && !clear) {
@@ -745,10 +755,11 @@ asio::awaitable<void> agent::web_session(std::shared_ptr<link::link> l,
   }
   auto local = http::make_tcp_duplex(socket);
   http::proxy_options options;
-  options.forwarded = {meta.visitor_address, meta.scheme == "http" ? "http" : "https", host};
+  options.forwarded = {meta.visitor_address,
+                       meta.scheme == visitor_scheme::plain_http ? "http" : "https", host};
   boost::system::error_code bad_address;
   auto visitor_ip = asio::ip::make_address(meta.visitor_address, bad_address);
-  if (svc.rules && svc.mode != "inspect") {  // in inspect mode the relay has checked
+  if (svc.rules && !inspect) {  // in inspect mode the relay has checked
     options.screen = [this, rules = svc.rules, host, visitor_ip,
                       name = svc.name](const http::request_head& head) -> std::string {
       auto verdict = rules->check(head, visitor_ip);

@@ -66,9 +66,12 @@ service_config make_service(const settings_layer& s, std::string_view where) {
       throw config_error(std::string(where) + ": proxy-protocol '" + *pp + "' is not v1 or v2");
     svc.proxy = *v;
   }
-  if (auto* e = get("e2ee")) svc.e2ee = parse_switch(*e, where, "e2ee");
+  using proto::tunnel_kind;
+  bool e2ee = true;
+  if (auto* e = get("e2ee")) e2ee = parse_switch(*e, where, "e2ee");
+  svc.kind = e2ee ? tunnel_kind::tcp_e2ee : tunnel_kind::tcp_port;
   if (auto* t = get("visitor-token")) {
-    if (!svc.e2ee)
+    if (!e2ee)
       throw config_error(std::string(where) +
                          ": a visitor token protects end-to-end services; a public port "
                          "(e2ee = false, --no-e2ee) is open to anyone who reaches it");
@@ -76,21 +79,22 @@ service_config make_service(const settings_layer& s, std::string_view where) {
       throw config_error(std::string(where) + ": the visitor token must be 8 to 256 characters");
     svc.visitor_token = *t;
   }
+  std::string kind_name = "tcp";
   if (auto* k = get("kind")) {
     if (*k != "tcp" && *k != "http")
       throw config_error(std::string(where) + ": kind '" + *k + "' is not tcp or http");
-    svc.kind = *k;
+    kind_name = *k;
   }
-  if (svc.kind == "http") {
-    svc.e2ee = false;  // the TLS of a share URL ends past the relay by itself
-    svc.mode = "blind";
+  if (kind_name == "http") {
+    svc.kind = tunnel_kind::share_blind;
     if (auto* m = get("mode")) {
-      if (*m != "blind" && *m != "inspect" && *m != "passthrough")
+      auto mode = proto::share_mode_from_name(*m);
+      if (!mode)
         throw config_error(std::string(where) + ": mode '" + *m +
                            "' is not blind (TLS ends at the agent), inspect (TLS ends at the "
                            "relay, which checks and logs each request) or passthrough (a local "
                            "service that speaks TLS itself)");
-      svc.mode = *m;
+      svc.kind = *mode;
     }
     if (svc.remote_port || get("visitor-token") || get("e2ee"))
       throw config_error(std::string(where) +
@@ -100,7 +104,7 @@ service_config make_service(const settings_layer& s, std::string_view where) {
     if ((cert == nullptr) != (key == nullptr))
       throw config_error(std::string(where) + ": cert and key go together: give both, or neither");
     if (cert) {
-      if (svc.mode != "blind")
+      if (svc.kind != tunnel_kind::share_blind)
         throw config_error(std::string(where) +
                            ": cert and key are for blind mode; in passthrough mode the local "
                            "service presents its own");
@@ -108,7 +112,7 @@ service_config make_service(const settings_layer& s, std::string_view where) {
       svc.key_file = *key;
     }
     if (auto* a = get("acme")) {
-      if (svc.mode != "blind" || cert)
+      if (svc.kind != tunnel_kind::share_blind || cert)
         throw config_error(std::string(where) +
                            ": acme is for blind mode without cert and key: the agent then gets "
                            "its certificate from the ACME CA");
@@ -123,7 +127,7 @@ service_config make_service(const settings_layer& s, std::string_view where) {
     }
     if (auto* p = get("plain-http")) {
       svc.plain_http = parse_switch(*p, where, "plain-http");
-      if (svc.plain_http && svc.mode != "blind")
+      if (svc.plain_http && svc.kind != tunnel_kind::share_blind)
         throw config_error(std::string(where) +
                            ": plain-http is for blind mode; a passthrough service speaks TLS");
     }
@@ -137,7 +141,7 @@ service_config make_service(const settings_layer& s, std::string_view where) {
     if (auto* v = get("allow-ip"))
       for (auto& item : split_list(*v)) rules->add_allow_ip(http::parse_cidr(item));
     if (!rules->empty()) {
-      if (svc.mode == "passthrough")
+      if (svc.kind == tunnel_kind::share_passthrough)
         throw config_error(std::string(where) +
                            ": access rules need blind or inspect mode: in passthrough mode no "
                            "one but the local service sees the requests");
@@ -160,7 +164,7 @@ service_config make_service(const settings_layer& s, std::string_view where) {
                        ": mode, cert, key, plain-http, access rules and expiry are for http "
                        "services");
   }
-  if (svc.e2ee && svc.remote_port)
+  if (svc.kind == tunnel_kind::tcp_e2ee && svc.remote_port)
     throw config_error(std::string(where) +
                        ": remote-port is for public ports; end-to-end services have none "
                        "(add --no-e2ee, or e2ee = false, for a public port)");
@@ -168,7 +172,7 @@ service_config make_service(const settings_layer& s, std::string_view where) {
     svc.name = *n;
     svc.name_given = true;
   } else {
-    svc.name = svc.kind + "-" + std::to_string(svc.local_port);
+    svc.name = kind_name + "-" + std::to_string(svc.local_port);
   }
   return svc;
 }

@@ -12,6 +12,7 @@
 #include "http/access_rules.hpp"
 #include "link/encryption.hpp"
 #include "proto/proxy_protocol.hpp"
+#include "proto/tunnel_kind.hpp"
 
 namespace burrow::agent {
 
@@ -21,14 +22,9 @@ struct service_config {
   std::uint16_t local_port = 0;
   std::uint16_t remote_port = 0;  // 0: any port the relay offers
   proto::proxy_version proxy = proto::proxy_version::none;
-  // End to end (the default): no public port; visitors use `burrow connect NAME --pin FP`, and
-  // TLS runs between them and this agent. false: a plain public port on the relay.
-  bool e2ee = true;
-  // "tcp", or "http": an HTTPS share URL routed by SNI. Modes: "blind" (TLS ends at this agent,
-  // which speaks HTTP/1.1 to the service) or "passthrough" (the TLS goes on to a local service
-  // that speaks TLS itself).
-  std::string kind = "tcp";
-  std::string mode;
+  // End to end (the default for tcp): no public port; visitors use `burrow connect NAME --pin
+  // FP`, and TLS runs between them and this agent. Share URLs: an HTTPS URL routed by SNI.
+  proto::tunnel_kind kind = proto::tunnel_kind::tcp_e2ee;
   std::string cert_file, key_file;  // blind: the user's own certificate instead of the relay CA's
   // Blind: a certificate from an ACME CA (TLS-ALPN-01, answered by this agent through the relay)
   // instead of the relay CA's. acme_ca: PEM file the ACME server's HTTPS chains to (empty: the

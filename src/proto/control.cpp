@@ -132,10 +132,11 @@ std::optional<json::object> parse_object(std::string_view text) {
 }
 
 json::object encode_service(const service_spec& s) {
-  json::object o{{"name", s.name}, {"kind", s.kind}, {"remote_port", s.remote_port}};
-  if (s.e2ee) o["e2ee"] = true;
+  auto wire = to_wire(s.kind);
+  json::object o{{"name", s.name}, {"kind", wire.kind}, {"remote_port", s.remote_port}};
+  if (wire.e2ee) o["e2ee"] = true;
   if (!s.visitor_token_sha256.empty()) o["visitor_token_sha256"] = s.visitor_token_sha256;
-  if (!s.mode.empty()) o["mode"] = s.mode;
+  if (!wire.mode.empty()) o["mode"] = wire.mode;
   if (s.plain_http) o["plain_http"] = true;
   if (!s.access.empty()) {
     json::object a;
@@ -277,12 +278,20 @@ control_decode decode_control(std::string_view text) {
   } else if (type == "register") {
     register_services reg;
     r.objects("services", reg.services, [](reader& sr, service_spec& s) {
+      std::string kind = "tcp", mode;
+      bool e2ee = false;
       sr.str("name", s.name);
-      sr.str("kind", s.kind);
+      sr.str("kind", kind);
       sr.num("remote_port", s.remote_port);
-      sr.boolean("e2ee", s.e2ee);
+      sr.boolean("e2ee", e2ee);
       sr.str("visitor_token_sha256", s.visitor_token_sha256);
-      sr.str("mode", s.mode);
+      sr.str("mode", mode);
+      if (auto k = from_wire(kind, e2ee, mode))
+        s.kind = *k;
+      else if (kind == "http")
+        s.unsupported = {"unsupported_mode", "mode '" + mode.substr(0, 32) + "'"};
+      else
+        s.unsupported = {"unsupported_kind", "kind '" + kind.substr(0, 32) + "'"};
       sr.boolean("plain_http", s.plain_http);
       sr.object("access", s.access, [](reader& ar, access_spec& a) {
         ar.objects("basic", a.basic, [](reader& br, access_spec::basic_entry& b) {
@@ -349,7 +358,7 @@ std::string encode_open(const open_metadata& m) {
                  {"relay_address", m.relay_address},
                  {"relay_port", m.relay_port}};
   if (!m.visitor_token.empty()) o["visitor_token"] = m.visitor_token;
-  if (!m.scheme.empty()) o["scheme"] = m.scheme;
+  if (auto scheme = to_wire(m.scheme); !scheme.empty()) o["scheme"] = scheme;
   if (m.sealed) o["sealed"] = true;
   if (!m.e2ee_session.empty()) o["e2ee_session"] = m.e2ee_session;
   if (m.e2ee_stream != 0) o["e2ee_stream"] = m.e2ee_stream;
@@ -367,11 +376,14 @@ std::optional<open_metadata> decode_open(std::string_view text) {
   r.str("relay_address", m.relay_address);
   r.num("relay_port", m.relay_port);
   r.str("visitor_token", m.visitor_token);
-  r.str("scheme", m.scheme);
+  std::string scheme;
+  r.str("scheme", scheme);
   r.boolean("sealed", m.sealed);
   r.str("e2ee_session", m.e2ee_session);
   r.num("e2ee_stream", m.e2ee_stream);
-  if (!r.ok) return std::nullopt;
+  auto known = scheme_from_wire(scheme);
+  if (!r.ok || !known) return std::nullopt;
+  m.scheme = *known;
   return m;
 }
 

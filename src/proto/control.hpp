@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "proto/tunnel_kind.hpp"
+
 namespace burrow::proto {
 
 // First message on a link, from the side that dialled it.
@@ -65,19 +67,21 @@ struct access_spec {
 
 struct service_spec {
   std::string name;
-  std::string kind = "tcp";
+  tunnel_kind kind = tunnel_kind::tcp_port;
   std::uint16_t remote_port = 0;  // 0 = any free port from the relay's range
-  // End to end: no public port; visitors reach the service by name through `burrow connect`,
-  // and TLS runs between them and the agent inside the stream.
-  bool e2ee = false;
   // Hex SHA-256 of the visitor token the relay asks of visitors; empty: no token needed.
   std::string visitor_token_sha256 = {};
-  // Share URLs (kind "http"): "blind" (TLS ends at the agent), "inspect" (at the relay) or
-  // "passthrough" (at the local service); empty is blind. `plain_http`: the relay's HTTP listener
-  // forwards plain requests instead of redirecting them to HTTPS.
-  std::string mode = {};
+  // Blind share URLs: the relay's HTTP listener forwards plain requests instead of redirecting
+  // them to HTTPS.
   bool plain_http = false;
   access_spec access = {};  // inspect mode: the rules the relay enforces
+  // Decoded from a register message that asked for a kind or mode this version does not know
+  // (`kind` is then meaningless): the refusal's code and what was asked, for its message.
+  struct unsupported_kind {
+    std::string code;  // "unsupported_kind" or "unsupported_mode"
+    std::string asked;
+  };
+  std::optional<unsupported_kind> unsupported = {};
 };
 
 struct register_services {
@@ -158,10 +162,9 @@ struct open_metadata {
   // From `burrow connect` to the relay only: the visitor token, checked by the relay and never
   // passed on to the agent or logged.
   std::string visitor_token = {};
-  // Share URLs: empty when the stream carries the visitor's own TLS bytes; "https" when the relay
-  // ended TLS (inspect mode) and "http" when the visitor came over plain HTTP: then the stream
-  // carries HTTP/1.1 in the clear.
-  std::string scheme = {};
+  // Share URLs: whether the stream carries the visitor's own bytes, or HTTP/1.1 in the clear
+  // because the relay ended TLS (inspect mode) or the visitor came over plain HTTP.
+  visitor_scheme scheme = visitor_scheme::own_tls;
   // The stream's bytes are encrypted end to end by its two ends (burrow connect and the agent,
   // or a share URL's visitor and the agent or the service): on a link with sealed frames its
   // data and window frames travel outside the link's TLS.

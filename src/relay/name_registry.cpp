@@ -37,7 +37,6 @@ proto::service_result name_registry::claim(const owner_id& owner, const proto::s
   e.owner = owner;
   e.kind = spec.kind;
   e.token_sha256 = spec.visitor_token_sha256;
-  e.mode = spec.mode.empty() ? "blind" : spec.mode;
   e.plain_http = spec.plain_http;
   e.rules = std::move(rules);
   bool attached = false;
@@ -72,20 +71,20 @@ void name_registry::detach(const link::link* gone) {
   }
 }
 
-name_registry::route name_registry::pick(const std::string& name, std::string_view kind,
+name_registry::route name_registry::pick(const std::string& name, bool share_url,
                                          std::string_view visitor_token,
                                          const boost::asio::any_io_executor& preferred,
                                          const link::link* avoid) {
   route out;
   std::lock_guard lock(mutex_);
   auto it = names_.find(name);
-  if (it == names_.end() || it->second.kind != kind) {
+  if (it == names_.end() || is_share_url(it->second.kind) != share_url) {
     out.status = proto::stream_status::no_service;
     out.reason = "no service named " + name + " on this relay";
     return out;
   }
   entry& e = it->second;
-  out.mode = e.mode;
+  out.kind = e.kind;
   out.plain_http = e.plain_http;
   out.rules = e.rules;
   if (!e.token_sha256.empty()) {
@@ -120,7 +119,7 @@ name_registry::route name_registry::pick(const std::string& name, std::string_vi
   return out;
 }
 
-bool name_registry::holds(std::string_view name, std::string_view kind, const owner_id& owner) {
+bool name_registry::holds(std::string_view name, proto::tunnel_kind kind, const owner_id& owner) {
   std::lock_guard lock(mutex_);
   auto it = names_.find(name);
   return it != names_.end() && it->second.kind == kind &&

@@ -37,16 +37,17 @@ class name_registry {
     std::shared_ptr<link::link> link;
     proto::stream_status status = proto::stream_status::ok;
     std::string reason;
-    std::string mode;  // share URLs: "blind", "inspect" or "passthrough"
+    proto::tunnel_kind kind = proto::tunnel_kind::tcp_e2ee;
     bool plain_http = false;
     std::shared_ptr<const http::access_rules> rules;  // inspect mode: enforced by the relay
   };
-  // `kind`: the service kind the visitor came for ("tcp" through connect, "http" by SNI).
-  route pick(const std::string& name, std::string_view kind, std::string_view visitor_token,
+  // `share_url`: the visitor came by the relay's HTTPS or HTTP listener (a share URL's kind),
+  // else through `burrow connect` (an end-to-end service).
+  route pick(const std::string& name, bool share_url, std::string_view visitor_token,
              const boost::asio::any_io_executor& preferred, const link::link* avoid = nullptr);
 
   // True while `owner` holds `name` as a service of `kind`.
-  bool holds(std::string_view name, std::string_view kind, const owner_id& owner);
+  bool holds(std::string_view name, proto::tunnel_kind kind, const owner_id& owner);
   // The agent gave the name up (a share URL expired): free at once, no grace. False if `owner`
   // does not hold it.
   bool release(std::string_view name, const owner_id& owner);
@@ -68,9 +69,8 @@ class name_registry {
  private:
   struct entry {
     owner_id owner;
-    std::string kind;
+    proto::tunnel_kind kind = proto::tunnel_kind::tcp_e2ee;
     std::string token_sha256;  // hex; empty: no visitor token asked
-    std::string mode;
     bool plain_http = false;
     std::shared_ptr<const http::access_rules> rules;
     std::vector<std::weak_ptr<link::link>> links;

@@ -217,7 +217,7 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   agent_open opened;
   const link::link* full = nullptr;
   for (int attempt = 0; attempt < 3 && !opened.stream; ++attempt) {
-    auto route = names_.pick(meta.service, "tcp", token, l->executor(), full);
+    auto route = names_.pick(meta.service, false, token, l->executor(), full);
     if (!route.link) {
       opened.status = route.status;
       opened.reason = std::move(route.reason);

@@ -249,22 +249,23 @@ void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner
              "",        "bad_name", "service names are 1-63 letters, digits, '-', '_' or '.'"};
       } else if (auto refused = check_scope(*grant, owner, spec, ports)) {
         r = std::move(*refused);
-      } else if (spec.kind == "http") {
+      } else if (spec.unsupported) {
+        r = proto::refused(spec, spec.unsupported->code,
+                           "this relay offers tcp services and http ones in blind, inspect and "
+                           "passthrough modes, not " +
+                               spec.unsupported->asked);
+      } else if (is_share_url(spec.kind)) {
         r = claim_share_url(owner, spec, self);
-      } else if (spec.kind != "tcp") {
-        r = {spec.name,          false,
-             spec.remote_port,   "",
-             "unsupported_kind", "this relay offers tcp and http services"};
       } else if (!spec.visitor_token_sha256.empty() && spec.visitor_token_sha256.size() != 64) {
         r = {spec.name, false, 0, "", "bad_visitor_token", "visitor_token_sha256 is 64 hex digits"};
-      } else if (spec.e2ee) {
+      } else if (spec.kind == proto::tunnel_kind::tcp_e2ee) {
         r = names_.claim(owner, spec, self);
       } else {
         r = registry_->claim(owner, spec, self, ports);
       }
-      if (r.ok && spec.kind == "http")
+      if (r.ok && is_share_url(spec.kind))
         spdlog::info("{}: service {} is public at {}", name, spec.name, r.public_address);
-      else if (r.ok && spec.e2ee)
+      else if (r.ok && spec.kind == proto::tunnel_kind::tcp_e2ee)
         spdlog::info("{}: service {} is reachable end to end by name", name, spec.name);
       else if (r.ok)
         spdlog::info("{}: service {} is public on port {}", name, spec.name, r.remote_port);
@@ -283,7 +284,7 @@ proto::certificate relay::sign_share_cert(const owner_id& owner, const proto::ce
                                           const std::string& who) {
   proto::certificate out;
   out.name = req.name;
-  if (!names_.holds(req.name, "http", owner)) {
+  if (!names_.holds(req.name, proto::tunnel_kind::share_blind, owner)) {
     out.code = "not_yours";
     out.message = "this agent holds no share URL named " + req.name;
     spdlog::warn("{}: certificate for {} refused: {}", who, req.name, out.message);
@@ -319,15 +320,8 @@ proto::service_result relay::claim_share_url(const owner_id& owner, const proto:
     r.message = "a share URL's name is one DNS label: 1-63 lowercase letters, digits or '-'";
     return r;
   }
-  if (!spec.mode.empty() && spec.mode != "blind" && spec.mode != "passthrough" &&
-      spec.mode != "inspect") {
-    r.code = "unsupported_mode";
-    r.message = "this relay serves share URLs in blind, inspect and passthrough modes, not '" +
-                spec.mode.substr(0, 32) + "'";
-    return r;
-  }
   std::shared_ptr<const http::access_rules> rules;
-  if (spec.mode == "inspect" && !spec.access.empty()) {
+  if (spec.kind == proto::tunnel_kind::share_inspect && !spec.access.empty()) {
     try {
       rules =
           std::make_shared<const http::access_rules>(http::access_rules::from_spec(spec.access));

@@ -88,12 +88,12 @@ asio::awaitable<void> relay::http_session(tcp::socket socket, admitted conn) {
   }
   std::shared_ptr<link::link> target;
   if (response.empty()) {
-    auto route = names_.pick(name, "http", "", socket.get_executor());
+    auto route = names_.pick(name, true, "", socket.get_executor());
     if (!route.link) {
       bool offline = route.status == proto::stream_status::unreachable;
       response = http::page_response(offline ? 502 : 404, offline ? "tunnel " + name + " is offline"
                                                                   : "no tunnel named " + name);
-    } else if (!route.plain_http || route.mode != "blind") {
+    } else if (!route.plain_http || route.kind != proto::tunnel_kind::share_blind) {
       if (https_port_ == 0) {
         response = http::page_response(404, "this relay serves no HTTPS share URLs");
       } else {
@@ -128,10 +128,10 @@ asio::awaitable<void> relay::http_visitor(std::shared_ptr<link::link> l, tcp::so
   boost::system::error_code ec;
   auto meta = visitor_metadata(socket, conn.peer, name);
   if (!meta) co_return;
-  meta->scheme = "http";
+  meta->scheme = proto::visitor_scheme::plain_http;
   auto s = l->open_stream(*meta);
   if (!s) {
-    auto route = names_.pick(name, "http", "", l->executor(), l.get());
+    auto route = names_.pick(name, true, "", l->executor(), l.get());
     if (attempt < 3 && route.link && !stopping_) {
       auto next = std::move(route.link);
       move_socket(

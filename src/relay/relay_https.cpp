@@ -181,7 +181,7 @@ asio::awaitable<void> relay::https_session(tcp::socket socket, admitted conn) {
     co_await std::move(answering);
     co_return;
   }
-  auto route = names_.pick(name, "http", "", socket.get_executor());
+  auto route = names_.pick(name, true, "", socket.get_executor());
   if (!route.link) {
     bool offline = route.status == proto::stream_status::unreachable;
     auto answering =
@@ -191,7 +191,7 @@ asio::awaitable<void> relay::https_session(tcp::socket socket, admitted conn) {
     co_return;
   }
   auto l = std::move(route.link);
-  if (route.mode == "inspect") {
+  if (route.kind == proto::tunnel_kind::share_inspect) {
     move_socket(std::move(socket), l->executor(),
                 [this, l, name, conn, rules = route.rules](tcp::socket moved) {
                   spawn_logged(l->executor(),
@@ -215,7 +215,7 @@ asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::s
   auto s = l->open_stream(*meta);
   if (!s) {
     // This link is full or closing: another of the agent's links may take the visitor.
-    auto route = names_.pick(name, "http", "", l->executor(), l.get());
+    auto route = names_.pick(name, true, "", l->executor(), l.get());
     if (attempt < 3 && route.link && !stopping_) {
       auto next = std::move(route.link);
       move_socket(std::move(socket), next->executor(),
@@ -239,7 +239,7 @@ asio::awaitable<void> relay::inspect_visitor(std::shared_ptr<link::link> l, tcp:
   counted in_flight(active_streams_);
   auto meta = visitor_metadata(socket, conn.peer, name);
   if (!meta) co_return;
-  meta->scheme = "https";
+  meta->scheme = proto::visitor_scheme::https_ended;
   // Our TLS engine over the socket rather than asio's stream, which holds 68 KiB per visitor in
   // fixed buffers whether the visitor is busy or idle (docs/performance.md, "Memory per HTTPS
   // visitor").

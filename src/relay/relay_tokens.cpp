@@ -24,11 +24,11 @@ std::string joined(const std::vector<std::string>& v) {
 std::optional<proto::service_result> relay::check_scope(
     const token_grant& grant, const owner_id& owner, const proto::service_spec& spec,
     std::optional<std::vector<port_range>>& ports) {
-  if (spec.kind != "tcp" && spec.kind != "http") return std::nullopt;  // refused later anyway
+  if (spec.unsupported) return std::nullopt;  // refused later anyway
   auto scope = tokens_.scope(grant.id());
   if (grant.revoked() || !scope)
     return proto::refused(spec, "not_allowed", "this agent's token has been revoked");
-  const bool by_name = spec.kind == "http" || spec.e2ee;
+  const bool by_name = spec.kind != proto::tunnel_kind::tcp_port;
   if (by_name && !scope->allows_name(spec.name))
     return proto::refused(spec, "not_allowed",
                           "this agent's token may not claim the name " + spec.name +

@@ -17,13 +17,13 @@ TEST(AgentConfig, ServiceFromSettings) {
   EXPECT_EQ(s.remote_port, 15432);
   EXPECT_EQ(s.proxy, proto::proxy_version::v2);
   EXPECT_EQ(s.name, "tcp-5432");
-  EXPECT_FALSE(s.e2ee);
+  EXPECT_EQ(s.kind, proto::tunnel_kind::tcp_port);
   EXPECT_FALSE(s.name_given);
   auto h = make_service({{"local", "[::1]:22"}, {"name", "ssh"}}, "x");
   EXPECT_EQ(h.local_host, "::1");
   EXPECT_EQ(h.name, "ssh");
   EXPECT_TRUE(h.name_given);
-  EXPECT_TRUE(h.e2ee);  // end to end unless asked otherwise
+  EXPECT_EQ(h.kind, proto::tunnel_kind::tcp_e2ee);  // end to end unless asked otherwise
   EXPECT_THROW(make_service({{"local", "nope"}}, "x"), config_error);
   EXPECT_THROW(make_service({{"local", "80"}, {"proxy-protocol", "v3"}}, "x"), config_error);
   EXPECT_THROW(make_service({}, "x"), config_error);
@@ -31,7 +31,7 @@ TEST(AgentConfig, ServiceFromSettings) {
 
 TEST(AgentConfig, EndToEndServicesHaveNoPublicPortAndMayAskForAVisitorToken) {
   auto s = make_service({{"local", "22"}, {"visitor-token", "long-enough"}}, "x");
-  EXPECT_TRUE(s.e2ee);
+  EXPECT_EQ(s.kind, proto::tunnel_kind::tcp_e2ee);
   EXPECT_EQ(s.visitor_token, "long-enough");
   // A public port cannot be had end to end, and a token cannot protect a public port.
   EXPECT_THROW(make_service({{"local", "22"}, {"remote-port", "2222"}}, "x"), config_error);
@@ -47,12 +47,12 @@ TEST(AgentConfig, EndToEndServicesHaveNoPublicPortAndMayAskForAVisitorToken) {
 
 TEST(AgentConfig, HttpServicesAreBlindShareUrlsByDefault) {
   auto s = make_service({{"local", "8443"}, {"kind", "http"}}, "x");
-  EXPECT_EQ(s.kind, "http");
-  EXPECT_EQ(s.mode, "blind");
-  EXPECT_FALSE(s.e2ee);
+  EXPECT_EQ(s.kind, proto::tunnel_kind::share_blind);
   EXPECT_EQ(s.name, "http-8443");
-  EXPECT_EQ(make_service({{"local", "8443"}, {"kind", "http"}, {"mode", "passthrough"}}, "x").mode,
-            "passthrough");
+  EXPECT_EQ(make_service({{"local", "8443"}, {"kind", "http"}, {"mode", "passthrough"}}, "x").kind,
+            proto::tunnel_kind::share_passthrough);
+  EXPECT_EQ(make_service({{"local", "8443"}, {"kind", "http"}, {"mode", "inspect"}}, "x").kind,
+            proto::tunnel_kind::share_inspect);
   auto own =
       make_service({{"local", "80"}, {"kind", "http"}, {"cert", "c.pem"}, {"key", "k.pem"}}, "x");
   EXPECT_EQ(own.cert_file, "c.pem");

@@ -27,7 +27,7 @@ TEST(Control, HelloRoundTrip) {
 }
 
 TEST(Control, RegisterAndRegisteredRoundTrip) {
-  register_services r{{{"db", "tcp", 5432}, {"web", "tcp", 0}}};
+  register_services r{{{"db", tunnel_kind::tcp_port, 5432}, {"web", tunnel_kind::tcp_port, 0}}};
   auto out = round_trip(r);
   ASSERT_EQ(out.services.size(), 2u);
   EXPECT_EQ(out.services[0].remote_port, 5432);
@@ -42,23 +42,23 @@ TEST(Control, RegisterAndRegisteredRoundTrip) {
 }
 
 TEST(Control, EndToEndServiceRoundTrip) {
-  service_spec e2ee{"ssh", "tcp", 0, true, std::string(64, 'a')};
-  auto out = round_trip(register_services{{e2ee, {"web", "tcp", 0}}});
+  service_spec e2ee{"ssh", tunnel_kind::tcp_e2ee, 0, std::string(64, 'a')};
+  auto out = round_trip(register_services{{e2ee, {"web", tunnel_kind::tcp_port, 0}}});
   ASSERT_EQ(out.services.size(), 2u);
-  EXPECT_TRUE(out.services[0].e2ee);
+  EXPECT_EQ(out.services[0].kind, tunnel_kind::tcp_e2ee);
   EXPECT_EQ(out.services[0].visitor_token_sha256, std::string(64, 'a'));
-  EXPECT_FALSE(out.services[1].e2ee);
+  EXPECT_EQ(out.services[1].kind, tunnel_kind::tcp_port);
   EXPECT_TRUE(out.services[1].visitor_token_sha256.empty());
   EXPECT_FALSE(decode_control("{\"type\":\"register\",\"services\":[{\"e2ee\":\"yes\"}]}").message);
 }
 
 TEST(Control, ShareUrlMessagesRoundTrip) {
-  service_spec web{"web", "http", 0, false, {}};
-  web.mode = "passthrough";
+  service_spec web{"web", tunnel_kind::share_passthrough, 0};
   web.plain_http = true;
   auto reg = round_trip(register_services{{web}});
   ASSERT_EQ(reg.services.size(), 1u);
-  EXPECT_EQ(reg.services[0].mode, "passthrough");
+  EXPECT_EQ(reg.services[0].kind, tunnel_kind::share_passthrough);
+  EXPECT_FALSE(reg.services[0].unsupported);
   EXPECT_TRUE(reg.services[0].plain_http);
 
   auto req = round_trip(cert_request{"web", "-----BEGIN CERTIFICATE REQUEST-----"});
@@ -76,8 +76,7 @@ TEST(Control, ShareUrlMessagesRoundTrip) {
   EXPECT_FALSE(decode_control("{\"type\":\"unregister\",\"names\":[1]}").message);
   EXPECT_FALSE(decode_control("{\"type\":\"cert_request\",\"csr\":7}").message);
 
-  service_spec inspected{"insp", "http", 0, false, {}};
-  inspected.mode = "inspect";
+  service_spec inspected{"insp", tunnel_kind::share_inspect, 0};
   inspected.access.basic.push_back({"alice", std::string(64, 'b'), false});
   inspected.access.bearer_sha256.push_back(std::string(64, 'c'));
   inspected.access.headers.push_back({"X-Team", std::string(64, 'd')});
@@ -93,10 +92,27 @@ TEST(Control, ShareUrlMessagesRoundTrip) {
           .message);
 
   open_metadata m{"web", "1.2.3.4", 5, "", 0};
-  m.scheme = "http";
+  m.scheme = visitor_scheme::plain_http;
   auto open = decode_open(encode_open(m));
   ASSERT_TRUE(open);
-  EXPECT_EQ(open->scheme, "http");
+  EXPECT_EQ(open->scheme, visitor_scheme::plain_http);
+  EXPECT_FALSE(decode_open(R"({"service":"web","scheme":"gopher"})"));
+}
+
+TEST(Control, KindsAndModesThisVersionDoesNotKnowAreKeptForTheRefusal) {
+  auto decoded =
+      decode_control(R"({"type":"register","services":[{"name":"a","kind":"udp"},)"
+                     R"({"name":"b","kind":"http","mode":"mirror"},{"name":"c","kind":"http"}]})");
+  ASSERT_TRUE(decoded.message);
+  auto& reg = std::get<register_services>(*decoded.message);
+  ASSERT_EQ(reg.services.size(), 3u);
+  ASSERT_TRUE(reg.services[0].unsupported);
+  EXPECT_EQ(reg.services[0].unsupported->code, "unsupported_kind");
+  EXPECT_EQ(reg.services[0].unsupported->asked, "kind 'udp'");
+  ASSERT_TRUE(reg.services[1].unsupported);
+  EXPECT_EQ(reg.services[1].unsupported->code, "unsupported_mode");
+  EXPECT_FALSE(reg.services[2].unsupported);
+  EXPECT_EQ(reg.services[2].kind, tunnel_kind::share_blind);  // no mode: blind
 }
 
 TEST(Control, WelcomeAndErrorRoundTrip) {

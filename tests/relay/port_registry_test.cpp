@@ -56,11 +56,12 @@ class registry_test : public ::testing::Test {
 TEST_F(registry_test, AnyPortIsBoundAndSharedByTheSameAgentsLinks) {
   auto reg = make_registry({0, 0}, 30s);
   auto l1 = make_link(), l2 = make_link();
-  auto r1 = reg->claim(alice, {"db", "tcp", 0}, l1);
+  auto r1 = reg->claim(alice, {"db", proto::tunnel_kind::tcp_port, 0}, l1);
   ASSERT_TRUE(r1.ok) << r1.message;
   EXPECT_NE(r1.remote_port, 0);
   EXPECT_EQ(r1.public_address, "relay.test:" + std::to_string(r1.remote_port));
-  auto r2 = reg->claim(alice, {"db", "tcp", 0}, l2);  // the agent's second link
+  auto r2 =
+      reg->claim(alice, {"db", proto::tunnel_kind::tcp_port, 0}, l2);  // the agent's second link
   ASSERT_TRUE(r2.ok);
   EXPECT_EQ(r2.remote_port, r1.remote_port);
   EXPECT_EQ(reg->size(), 1u);
@@ -72,14 +73,14 @@ TEST_F(registry_test, AnyPortIsBoundAndSharedByTheSameAgentsLinks) {
 TEST_F(registry_test, AnotherTokensPortIsRefusedWhileHeldAndWhileReserved) {
   auto reg = make_registry({0, 0}, 30s);
   auto la = make_link(), lb = make_link();
-  auto held = reg->claim(alice, {"db", "tcp", 0}, la);
+  auto held = reg->claim(alice, {"db", proto::tunnel_kind::tcp_port, 0}, la);
   ASSERT_TRUE(held.ok);
-  auto refused = reg->claim(bob, {"x", "tcp", held.remote_port}, lb);
+  auto refused = reg->claim(bob, {"x", proto::tunnel_kind::tcp_port, held.remote_port}, lb);
   EXPECT_FALSE(refused.ok);
   EXPECT_EQ(refused.code, "port_in_use");
   reg->detach(la.get());
   EXPECT_FALSE(reg->pick(held.remote_port).link);
-  auto reserved = reg->claim(bob, {"x", "tcp", held.remote_port}, lb);
+  auto reserved = reg->claim(bob, {"x", proto::tunnel_kind::tcp_port, held.remote_port}, lb);
   EXPECT_FALSE(reserved.ok);
   EXPECT_EQ(reserved.code, "port_reserved");
   EXPECT_NE(reserved.message.find("reserved"), std::string::npos);
@@ -88,10 +89,11 @@ TEST_F(registry_test, AnotherTokensPortIsRefusedWhileHeldAndWhileReserved) {
 TEST_F(registry_test, ARestartedAgentWithTheSameTokenTakesItsPortBack) {
   auto reg = make_registry({0, 0}, 30s);
   auto old_link = make_link(), new_link = make_link();
-  auto first = reg->claim(alice, {"db", "tcp", 0}, old_link);
+  auto first = reg->claim(alice, {"db", proto::tunnel_kind::tcp_port, 0}, old_link);
   ASSERT_TRUE(first.ok);
   // The old link may still look alive (half-open); the newest agent wins anyway.
-  auto again = reg->claim(alice_restarted, {"db", "tcp", first.remote_port}, new_link);
+  auto again = reg->claim(alice_restarted, {"db", proto::tunnel_kind::tcp_port, first.remote_port},
+                          new_link);
   ASSERT_TRUE(again.ok) << again.message;
   EXPECT_EQ(again.remote_port, first.remote_port);
   EXPECT_EQ(reg->pick(first.remote_port).link, new_link);
@@ -100,10 +102,10 @@ TEST_F(registry_test, ARestartedAgentWithTheSameTokenTakesItsPortBack) {
 TEST_F(registry_test, KeepaliveReachesTheNextVisitorsOfEveryBoundPort) {
   auto reg = make_registry({0, 0}, 30s);
   auto l = make_link();
-  auto r = reg->claim(alice, {"db", "tcp", 0}, l);
+  auto r = reg->claim(alice, {"db", proto::tunnel_kind::tcp_port, 0}, l);
   ASSERT_TRUE(r.ok) << r.message;
   auto gone = make_link();
-  ASSERT_TRUE(reg->claim(bob, {"x", "tcp", 0}, gone).ok);
+  ASSERT_TRUE(reg->claim(bob, {"x", proto::tunnel_kind::tcp_port, 0}, gone).ok);
   reg->detach(gone.get());  // reserved in grace: no listener left to reach
   std::vector<std::uint16_t> seen;
   reg->for_each_listener([&](public_port& p) {
@@ -130,21 +132,21 @@ TEST_F(registry_test, KeepaliveReachesTheNextVisitorsOfEveryBoundPort) {
 TEST_F(registry_test, GracePeriodKeepsThenReleasesThePort) {
   auto reg = make_registry({0, 0}, 50ms);
   auto l = make_link();
-  auto r = reg->claim(alice, {"db", "tcp", 0}, l);
+  auto r = reg->claim(alice, {"db", proto::tunnel_kind::tcp_port, 0}, l);
   ASSERT_TRUE(r.ok);
   reg->detach(l.get());
   EXPECT_EQ(reg->expire(std::chrono::steady_clock::now()), 0u);
   EXPECT_EQ(reg->expire(std::chrono::steady_clock::now() + 100ms), 1u);
   EXPECT_EQ(reg->size(), 0u);
   ioc_.poll();  // listeners close on their own executor
-  auto other = reg->claim(bob, {"x", "tcp", r.remote_port}, make_link());
+  auto other = reg->claim(bob, {"x", proto::tunnel_kind::tcp_port, r.remote_port}, make_link());
   EXPECT_TRUE(other.ok) << other.message;
 }
 
 TEST_F(registry_test, ZeroGraceReleasesAtOnce) {
   auto reg = make_registry({0, 0}, 0ms);
   auto l = make_link();
-  ASSERT_TRUE(reg->claim(alice, {"db", "tcp", 0}, l).ok);
+  ASSERT_TRUE(reg->claim(alice, {"db", proto::tunnel_kind::tcp_port, 0}, l).ok);
   reg->detach(l.get());
   EXPECT_EQ(reg->size(), 0u);
 }
@@ -152,21 +154,23 @@ TEST_F(registry_test, ZeroGraceReleasesAtOnce) {
 TEST_F(registry_test, RangeIsHonouredAndExhaustionIsReported) {
   std::uint16_t p = test::free_port();
   auto reg = make_registry({p, p}, 30s);
-  auto r = reg->claim(alice, {"a", "tcp", 0}, make_link());
+  auto r = reg->claim(alice, {"a", proto::tunnel_kind::tcp_port, 0}, make_link());
   ASSERT_TRUE(r.ok) << r.message;
   EXPECT_EQ(r.remote_port, p);
-  auto full = reg->claim(alice, {"b", "tcp", 0}, make_link());
+  auto full = reg->claim(alice, {"b", proto::tunnel_kind::tcp_port, 0}, make_link());
   EXPECT_FALSE(full.ok);
   EXPECT_EQ(full.code, "no_free_port");
   auto outside = reg->claim(
-      alice, {"c", "tcp", static_cast<std::uint16_t>(p == 65535 ? 1024 : p + 1)}, make_link());
+      alice,
+      {"c", proto::tunnel_kind::tcp_port, static_cast<std::uint16_t>(p == 65535 ? 1024 : p + 1)},
+      make_link());
   EXPECT_EQ(outside.code, "port_not_allowed");
 }
 
 TEST_F(registry_test, APortSomeoneElseListensOnIsUnavailable) {
   test::tcp_server squatter(test::server_mode::echo);
   auto reg = make_registry({0, 0}, 30s);
-  auto r = reg->claim(alice, {"db", "tcp", squatter.port()}, make_link());
+  auto r = reg->claim(alice, {"db", proto::tunnel_kind::tcp_port, squatter.port()}, make_link());
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.code, "port_unavailable");
 }
