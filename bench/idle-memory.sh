@@ -4,8 +4,8 @@
 # --settle seconds later, then starts three agents that register and stay idle (`burrow tcp
 # --no-e2ee`, `burrow tcp`, `burrow http`) and `burrow up` with --services tcp services, and reads
 # each agent and the relay again. For each: VmRSS, RssAnon and the Rss of the binary's `r-xp`
-# mapping (its code, which the order of cmake/burrow.order keeps small), in KiB. No visitor ever
-# comes, so the agents' local port (9) is never dialled.
+# mapping (its code), in KiB. No visitor ever comes, so the agents' local port (9) is never
+# dialled.
 #
 #   bench/idle-memory.sh [--burrow PATH] [--services N] [--settle SECONDS]
 set -euo pipefail

@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential g++-12 cmake ninja-build pkg-config clang-14 clang-format libclang-rt-14-dev
-  lld-15  # links the release binary in the order of cmake/burrow.order, relocations packed
+  lld-15  # links the release binary with its relative relocations packed
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev openssl libcrypt-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev

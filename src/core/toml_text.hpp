@@ -13,9 +13,4 @@ namespace burrow {
 // "line L, column C: ..." for the first non-ASCII byte; nullopt when there is none.
 std::optional<std::string> toml_text_problem(std::string_view text);
 
-// `text` as a TOML basic string, quotes included, in ASCII: '"', '\\' and control characters
-// escaped, anything beyond ASCII as a \uXXXX or \UXXXXXXXX escape. Throws std::invalid_argument
-// when `text` is not UTF-8.
-std::string toml_quoted(std::string_view text);
-
 }  // namespace burrow

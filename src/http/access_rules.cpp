@@ -9,7 +9,6 @@
 #include <openssl/evp.h>
 
 #include <crypt.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -116,36 +115,10 @@ hash_kind kind_of(std::string_view secret) {
   return hash_kind::none;
 }
 
-// libxcrypt is opened the first time a hash is checked, not linked: only --basic-auth with a
-// hashed password needs it, and a library loaded at start costs every burrow process the pages
-// the loader touches (80 KiB resident; docs/performance.md, "Two shared libraries fewer").
-struct libcrypt {
-  using crypt_r_function = char* (*)(const char*, const char*, crypt_data*);
-  crypt_r_function crypt_r = nullptr;
-  std::string error;  // why it could not be loaded
-};
-
-const libcrypt& load_libcrypt() {
-  static const libcrypt loaded = [] {
-    libcrypt l;
-    void* lib = dlopen("libcrypt.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib) l.crypt_r = reinterpret_cast<libcrypt::crypt_r_function>(dlsym(lib, "crypt_r"));
-    if (!l.crypt_r) {
-      const char* why = dlerror();
-      l.error = why ? why : "libcrypt.so.1 has no crypt_r";
-    }
-    return l;
-  }();
-  return loaded;
-}
-
-// Runs crypt_r(password, setting); nullopt when libxcrypt refuses ("*0", "*1" or null) or
-// could not be loaded (check_hash reported that when the hash was configured).
+// Runs crypt_r(password, setting); nullopt when libxcrypt refuses ("*0", "*1" or null).
 std::optional<std::string> run_crypt(const char* password, const std::string& setting) {
-  auto& lib = load_libcrypt();
-  if (!lib.crypt_r) return std::nullopt;
   auto data = std::make_unique<crypt_data>();  // value-initialized: zeroed, as crypt_r requires
-  const char* out = lib.crypt_r(password, setting.c_str(), data.get());
+  const char* out = crypt_r(password, setting.c_str(), data.get());
   std::optional<std::string> result;
   if (out != nullptr && out[0] != '*') result.emplace(out);
   OPENSSL_cleanse(data.get(), sizeof(crypt_data));
@@ -160,11 +133,6 @@ bool is_crypt_char(char c) {
 // Cost bounds and shape; then libxcrypt must reproduce the hash's setting for a dummy password
 // (a setting without its hash part, or a non-canonical salt, would otherwise never match).
 void check_hash(const std::string& hash, hash_kind kind) {
-  if (auto& lib = load_libcrypt(); !lib.crypt_r)
-    throw config_error(
-        "--basic-auth: checking a hashed password needs libxcrypt (libcrypt.so.1, "
-        "Debian: libcrypt1): " +
-        lib.error);
   std::size_t setting_end = 0;  // the prefix crypt_r must give back unchanged
   if (kind == hash_kind::bcrypt) {
     // $2b$NN$ + 22 salt characters + 31 hash characters

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <ctime>
 #include <set>
+#include <sstream>
 #include <system_error>
 
 #include "core/secret.hpp"
@@ -33,13 +34,12 @@ bool printable(std::string_view s) {
 }
 
 // A TOML offset date-time in UTC: 2024-05-01T12:00:00Z.
-std::string toml_time(std::int64_t unix_seconds) {
+toml::date_time toml_time(std::int64_t unix_seconds) {
   std::time_t t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
+  return {toml::date{tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday},
+          toml::time{tm.tm_hour, tm.tm_min, tm.tm_sec}, toml::time_offset{}};
 }
 
 std::int64_t from_toml_time(const toml::date_time& dt) {
@@ -192,33 +192,41 @@ token_file parse_token_file(std::string_view text, std::string_view origin) {
   return out;
 }
 
-// Written by hand rather than through toml++'s formatter: that formatter needs libm (a log10 to
-// weigh inline arrays for line wrapping), and libm mapped costs every burrow process about
-// 0.3 MiB resident (docs/performance.md, "Two shared libraries fewer"). Every value is a string
-// (toml_quoted), a whole number or a date; parse_token_file reads it back (tests round-trip it).
+// Strings are written in double quotes with escapes for anything but printable ASCII:
+// parse_token_file, behind its ASCII guard, reads the result back (tests round-trip it).
 std::string format_token_file(const token_file& file) {
-  std::string out =
-      "# Agent tokens this relay accepts besides agent.token, managed with\n"
-      "# `burrow relay token add|list|revoke`. Only each token's SHA-256 is kept here.\n";
+  toml::table root;
   if (!file.revoked_agent_token.empty())
-    out += "\nrevoked_agent_token = " + toml_quoted(file.revoked_agent_token) + "\n";
-  auto list = [](const auto& items, auto text) {
-    std::string s = "[";
-    for (auto& item : items) s += (s.size() > 1 ? ", " : "") + toml_quoted(text(item));
-    return s + "]";
-  };
+    root.insert("revoked_agent_token", file.revoked_agent_token);
+  toml::array tokens;
   for (auto& e : file.tokens) {
-    out += "\n[[token]]\n";
-    out += "id = " + toml_quoted(e.id) + "\n";
-    out += "label = " + toml_quoted(e.label) + "\n";
-    out += "sha256 = " + toml_quoted(e.sha256) + "\n";
-    out += "names = " + list(e.scope.names, [](const std::string& n) { return n; }) + "\n";
-    if (!e.scope.ports.empty()) out += "ports = " + list(e.scope.ports, format_port_span) + "\n";
-    out += "max_services = " + std::to_string(e.scope.max_services) + "\n";
-    out += "bandwidth = " + toml_quoted(format_rate(e.scope.bandwidth)) + "\n";
-    out += "created = " + toml_time(e.created) + "\n";
+    toml::table t;
+    t.insert("id", e.id);
+    t.insert("label", e.label);
+    t.insert("sha256", e.sha256);
+    toml::array names;
+    for (auto& n : e.scope.names) names.push_back(n);
+    t.insert("names", std::move(names));
+    if (!e.scope.ports.empty()) {
+      toml::array ports;
+      for (auto& p : e.scope.ports) ports.push_back(format_port_span(p));
+      t.insert("ports", std::move(ports));
+    }
+    t.insert("max_services", std::int64_t{e.scope.max_services});
+    t.insert("bandwidth", format_rate(e.scope.bandwidth));
+    t.insert("created", toml_time(e.created));
+    tokens.push_back(std::move(t));
   }
-  return out;
+  if (!tokens.empty()) root.insert("token", std::move(tokens));
+
+  constexpr auto flags =
+      toml::toml_formatter::default_flags & ~toml::format_flags::allow_literal_strings &
+      ~toml::format_flags::allow_unicode_strings & ~toml::format_flags::allow_real_tabs_in_strings;
+  std::ostringstream out;
+  out << "# Agent tokens this relay accepts besides agent.token, managed with\n"
+         "# `burrow relay token add|list|revoke`. Only each token's SHA-256 is kept here.\n";
+  if (!root.empty()) out << "\n" << toml::toml_formatter(root, flags) << "\n";
+  return out.str();
 }
 
 token_file load_token_file(const std::filesystem::path& path) {

@@ -103,7 +103,7 @@ TEST(token_file, WritesWhatItReadsBack) {
   f.revoked_agent_token = "0123456789ab";
   token_entry a;
   a.id = "aaaaaaaaaaaa";
-  a.label = "ci \"quoted\" label";
+  a.label = "ci \"quoted\" \\ label";
   a.sha256 = sha_a;
   a.scope.names = {"ci-*"};
   a.scope.ports = {{20000, 20099}, {20200, 20200}};
