@@ -26,7 +26,8 @@ asio::awaitable<void> drained_reader::wait_readable() {
   // Not known to be empty: the read finds out, without a trip through the reactor's queue.
   if (!drained_) return at_once();
   drained_ = false;
-  return async_wait_readable(socket_, asio::redirect_error(asio::use_awaitable, wait_error_));
+  return socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                            asio::redirect_error(asio::use_awaitable, wait_error_));
 }
 
 asio::awaitable<std::size_t> drained_reader::read_some(asio::mutable_buffer buffer,

@@ -3,8 +3,8 @@
 //
 // The read after wait_readable() tries one recv and ends with would_block when that finds
 // nothing, so that its caller waits again holding no buffer. A socket not known to be empty may
-// be: without TCP_INQ a read that emptied it cannot tell, and an edge may be for bytes an earlier
-// read already took. Any other read waits until bytes come, with drained reads
+// be: without TCP_INQ a read that emptied it cannot tell, and a wake-up may be for bytes an
+// earlier read already took. Any other read waits until bytes come, with drained reads
 // (core/drained.hpp).
 #pragma once
 

@@ -13,8 +13,7 @@
 // Under a steady load little is free: at 1,000 keep-alive connections the relay never trimmed.
 // After 5 s of 1,000 new connections each (bench/burst-memory.sh) the agent came back from 25 to
 // 28 MiB to 19 to 20 MiB within 12 s, where without the trim it stayed. A trim cannot return a
-// page with one live block on it: core/descriptor_slab.hpp keeps asio's per-socket states, which
-// outlive their sockets, off the pages of the connections they served.
+// page with one live block on it.
 #pragma once
 
 #include <atomic>

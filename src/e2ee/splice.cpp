@@ -93,9 +93,10 @@ asio::awaitable<void> socket_to_tls(splice_state* st) {
   bool drained = true;  // the last read left the socket empty (core/drained.hpp)
   while (!st->failed) {
     error_code ec;
-    if (drained) {  // wait for epoll's edge with no buffer
+    if (drained) {  // wait until readable, holding no buffer
       buf.give_back();
-      auto [e] = co_await async_wait_readable(st->socket, asio::as_tuple(asio::use_awaitable));
+      auto [e] = co_await st->socket.async_wait(asio::ip::tcp::socket::wait_read,
+                                                asio::as_tuple(asio::use_awaitable));
       if (st->failed) co_return;
       if (e) {
         fail(st);

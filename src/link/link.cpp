@@ -100,14 +100,15 @@ asio::awaitable<void> link::reader() {
   // A single small read in a burst must not shrink them: reallocating costs more than it saves.
   int small_reads = 0;
   auto& tcp = socket_.next_layer();
-  // The socket was left empty by the last read: wait for epoll's edge before reading again
+  // The socket was left empty by the last read: wait until it is readable before reading again
   // (core/drained.hpp). Else read at once, as a burst or a FIN may be waiting. The same steps as
   // receive_when_ready, written out: this is the link's hottest loop, and it saves a coroutine
   // frame per read.
   bool drained = true;
   while (!aborted_) {
     if (drained) {
-      auto [ec] = co_await async_wait_readable(tcp, asio::as_tuple(asio::use_awaitable));
+      auto [ec] = co_await tcp.async_wait(asio::ip::tcp::socket::wait_read,
+                                          asio::as_tuple(asio::use_awaitable));
       if (ec) {
         read_failed(ec);
         co_return;

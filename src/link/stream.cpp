@@ -12,7 +12,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
-#include "core/drained.hpp"
 #include "link/link.hpp"
 #include "link/write_now.hpp"
 
@@ -49,7 +48,7 @@ asio::awaitable<void> stream::pump(tcp::socket& socket) {
 }
 
 asio::awaitable<void> stream::upstream() {
-  // The last read left the socket empty: wait for epoll's edge first (core/drained.hpp).
+  // The last read left the socket empty: wait until it is readable first (core/drained.hpp).
   bool drained = true;
   while (!reset_ && !outbound_fin_) {
     if (!send_ready()) {
@@ -57,7 +56,8 @@ asio::awaitable<void> stream::upstream() {
       continue;
     }
     if (drained) {
-      auto [ec] = co_await async_wait_readable(*socket_, asio::as_tuple(asio::use_awaitable));
+      auto [ec] = co_await socket_->async_wait(asio::ip::tcp::socket::wait_read,
+                                               asio::as_tuple(asio::use_awaitable));
       if (reset_) break;
       if (ec) {
         reset(proto::stream_status::cancelled);
