@@ -57,7 +57,7 @@ begin "ThreadSanitizer tests"
 # prints fails the test: tests/harness/sanitizer_check.cpp). The packet captures are left out.
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build/tsan --output-on-failure --timeout 900 -j "$jobs" \
-  -L 'shared|e2e' -LE capture
+  -L 'shared|e2e'
 
 begin "fuzz targets"
 bash scripts/build.sh fuzz

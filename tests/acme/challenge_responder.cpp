@@ -9,13 +9,13 @@
 #include "acme/tls_alpn.hpp"
 #include "core/deadline.hpp"
 #include "core/spawn.hpp"
+#include "harness/use_tuple.hpp"
 
 namespace burrow::test {
 namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 asio::awaitable<boost::system::error_code> handshake(asio::ssl::stream<tcp::socket>* stream) {
   auto [ec] = co_await stream->async_handshake(asio::ssl::stream_base::server, use_tuple);

@@ -101,7 +101,4 @@ class tunnel_test : public ::testing::Test {
   std::size_t sanitizer_reports_at_start_ = 0;
 };
 
-// A port that was free a moment ago (for tests that must choose a public port themselves).
-std::uint16_t free_port();
-
 }  // namespace burrow::test

@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "core/spawn.hpp"
+#include "harness/use_tuple.hpp"
 
 namespace burrow::test {
 
@@ -47,7 +48,6 @@ using boost::system::error_code;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t chunk_size = 64 * 1024;
 constexpr std::uint64_t max_body = std::uint64_t{1} << 40;  // bodies stream; this is a sanity cap
 constexpr std::uint64_t max_wait_ms = 60'000;

@@ -24,6 +24,7 @@
 #include "core/spawn.hpp"
 #include "harness/net.hpp"
 #include "harness/process.hpp"
+#include "harness/use_tuple.hpp"
 #include "tls/certs.hpp"
 
 namespace burrow::test {
@@ -33,7 +34,6 @@ using namespace std::chrono_literals;
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using tcp = asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Runs a program to its end within `limit`; its merged output, or nullopt unless it exited 0.
 std::optional<std::string> run(std::vector<std::string> argv, std::chrono::milliseconds limit) {

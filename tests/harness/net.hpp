@@ -91,6 +91,9 @@ std::optional<std::string> read_exact(int fd, std::size_t n, std::chrono::millis
 int socket_int_option(int fd, int level, int name);
 
 // Reproducible pseudo-random bytes (splitmix64) for payloads that must be checked end to end.
+// A port on 127.0.0.1 that was free a moment ago (for tests that must choose a port themselves).
+std::uint16_t free_port();
+
 std::string deterministic_bytes(std::size_t n, std::uint64_t seed);
 // Lowercase hex SHA-256.
 std::string sha256_hex(std::string_view data);

@@ -10,7 +10,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
 
-#include "e2e/tunnel_fixture.hpp"
 #include "harness/net.hpp"
 #include "link/link.hpp"
 #include "relay/public_port.hpp"
