@@ -71,19 +71,19 @@ void name_registry::detach(const link::link* gone) {
   }
 }
 
-name_registry::route name_registry::pick(const std::string& name, bool share_url,
-                                         std::string_view visitor_token,
+name_registry::route name_registry::pick(const std::string& name, std::string_view visitor_token,
                                          const boost::asio::any_io_executor& preferred,
                                          const link::link* avoid) {
   route out;
   std::lock_guard lock(mutex_);
   auto it = names_.find(name);
-  if (it == names_.end() || is_share_url(it->second.kind) != share_url) {
+  if (it == names_.end()) {
     out.status = proto::stream_status::no_service;
     out.reason = "no service named " + name + " on this relay";
     return out;
   }
   entry& e = it->second;
+  out.found = true;
   out.kind = e.kind;
   out.plain_http = e.plain_http;
   out.rules = e.rules;
@@ -119,11 +119,14 @@ name_registry::route name_registry::pick(const std::string& name, bool share_url
   return out;
 }
 
-bool name_registry::holds(std::string_view name, proto::tunnel_kind kind, const owner_id& owner) {
+std::optional<proto::tunnel_kind> name_registry::kind_held(std::string_view name,
+                                                           const owner_id& owner) {
   std::lock_guard lock(mutex_);
   auto it = names_.find(name);
-  return it != names_.end() && it->second.kind == kind &&
-         it->second.owner.token_id == owner.token_id && it->second.owner.session == owner.session;
+  if (it == names_.end() || it->second.owner.token_id != owner.token_id ||
+      it->second.owner.session != owner.session)
+    return std::nullopt;
+  return it->second.kind;
 }
 
 bool name_registry::release(std::string_view name, const owner_id& owner) {

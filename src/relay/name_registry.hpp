@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,7 @@ class name_registry {
   // (the visitor link's thread) wins, so most streams are bridged without a thread hop; `avoid`
   // (a link that just refused a stream for being full) is taken only when nothing else is left.
   struct route {
+    bool found = false;  // the name is held (its kind then says whether this visitor may come)
     std::shared_ptr<link::link> link;
     proto::stream_status status = proto::stream_status::ok;
     std::string reason;
@@ -41,13 +43,11 @@ class name_registry {
     bool plain_http = false;
     std::shared_ptr<const http::access_rules> rules;  // inspect mode: enforced by the relay
   };
-  // `share_url`: the visitor came by the relay's HTTPS or HTTP listener (a share URL's kind),
-  // else through `burrow connect` (an end-to-end service).
-  route pick(const std::string& name, bool share_url, std::string_view visitor_token,
+  route pick(const std::string& name, std::string_view visitor_token,
              const boost::asio::any_io_executor& preferred, const link::link* avoid = nullptr);
 
-  // True while `owner` holds `name` as a service of `kind`.
-  bool holds(std::string_view name, proto::tunnel_kind kind, const owner_id& owner);
+  // The kind of the service `owner` holds as `name`, if it does.
+  std::optional<proto::tunnel_kind> kind_held(std::string_view name, const owner_id& owner);
   // The agent gave the name up (a share URL expired): free at once, no grace. False if `owner`
   // does not hold it.
   bool release(std::string_view name, const owner_id& owner);

@@ -15,6 +15,7 @@
 #include "core/run_on.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
+#include "kinds/registry.hpp"
 #include "link/drain.hpp"
 #include "link/handshake.hpp"
 #include "link/link.hpp"
@@ -217,7 +218,12 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   agent_open opened;
   const link::link* full = nullptr;
   for (int attempt = 0; attempt < 3 && !opened.stream; ++attempt) {
-    auto route = names_.pick(meta.service, false, token, l->executor(), full);
+    auto route = names_.pick(meta.service, token, l->executor(), full);
+    if (kinds::action_at(door::connect, route) == door_action::not_here) {
+      opened.status = proto::stream_status::no_service;
+      opened.reason = "no service named " + meta.service + " on this relay";
+      break;
+    }
     if (!route.link) {
       opened.status = route.status;
       opened.reason = std::move(route.reason);

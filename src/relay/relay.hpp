@@ -95,11 +95,6 @@ class relay {
   boost::asio::awaitable<void> link_session(boost::asio::ip::tcp::socket socket, admitted conn);
   void serve_agent(link::link::handlers& h, link::link* link, owner_id owner,
                    const std::string& name, std::shared_ptr<token_grant> grant);
-  // Token scopes (relay_tokens.cpp). A refusal if the token may not claim `spec`; else the ports
-  // it may take (`ports`, nullopt: any). Called with claims_mutex_ held.
-  std::optional<proto::service_result> check_scope(const token_grant& grant, const owner_id& owner,
-                                                   const proto::service_spec& spec,
-                                                   std::optional<std::vector<port_range>>& ports);
   // Re-reads the tokens file (if changed, or always with `force`) and acts on what changed:
   // links of a revoked token are closed and its claims released, claims outside a narrowed
   // scope are released.
@@ -115,8 +110,6 @@ class relay {
                                                boost::asio::ip::tcp::socket socket,
                                                std::uint16_t port, std::string service, int attempt,
                                                admitted conn);
-  proto::service_result claim_share_url(const owner_id& owner, const proto::service_spec& spec,
-                                        const std::shared_ptr<link::link>& link);
   // Signs a share URL's certificate from the agent's request, if that agent holds the name.
   proto::certificate sign_share_cert(const owner_id& owner, const proto::cert_request& req,
                                      const std::string& who);

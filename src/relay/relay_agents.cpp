@@ -9,10 +9,11 @@
 #include "core/deadline.hpp"
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
+#include "kinds/registry.hpp"
 #include "link/handshake.hpp"
 #include "link/link.hpp"
 #include "link/stream.hpp"
-#include "proto/client_hello.hpp"
+#include "relay/kind_handler.hpp"
 #include "relay/relay.hpp"
 #include "relay/visitor_info.hpp"
 #include "tls/certs.hpp"
@@ -241,34 +242,25 @@ void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner
     auto self = raw->shared_from_this();
     proto::registered out;
     std::lock_guard claims(claims_mutex_);
+    claim_context ctx{owner, *grant,        tokens_,        *registry_, names_,
+                      self,  config_.ports, config_.domain, https_port_};
     for (auto& spec : reg->services) {
       proto::service_result r;
-      std::optional<std::vector<port_range>> ports;
+      const kind_handler* kind = nullptr;
       if (!valid_service_name(spec.name)) {
-        r = {spec.name, false,      spec.remote_port,
-             "",        "bad_name", "service names are 1-63 letters, digits, '-', '_' or '.'"};
-      } else if (auto refused = check_scope(*grant, owner, spec, ports)) {
-        r = std::move(*refused);
+        r = proto::refused(spec, "bad_name",
+                           "service names are 1-63 letters, digits, '-', '_' or '.'");
       } else if (spec.unsupported) {
         r = proto::refused(spec, spec.unsupported->code,
                            "this relay offers tcp services and http ones in blind, inspect and "
                            "passthrough modes, not " +
                                spec.unsupported->asked);
-      } else if (is_share_url(spec.kind)) {
-        r = claim_share_url(owner, spec, self);
-      } else if (!spec.visitor_token_sha256.empty() && spec.visitor_token_sha256.size() != 64) {
-        r = {spec.name, false, 0, "", "bad_visitor_token", "visitor_token_sha256 is 64 hex digits"};
-      } else if (spec.kind == proto::tunnel_kind::tcp_e2ee) {
-        r = names_.claim(owner, spec, self);
       } else {
-        r = registry_->claim(owner, spec, self, ports);
+        kind = &kinds::relay_side(spec.kind);
+        r = kind->claim(ctx, spec);
       }
-      if (r.ok && is_share_url(spec.kind))
-        spdlog::info("{}: service {} is public at {}", name, spec.name, r.public_address);
-      else if (r.ok && spec.kind == proto::tunnel_kind::tcp_e2ee)
-        spdlog::info("{}: service {} is reachable end to end by name", name, spec.name);
-      else if (r.ok)
-        spdlog::info("{}: service {} is public on port {}", name, spec.name, r.remote_port);
+      if (r.ok)
+        spdlog::info("{}: service {} {}", name, spec.name, kind->granted(r));
       else
         spdlog::warn("{}: service {} refused: {}", name, spec.name, r.message);
       out.services.push_back(std::move(r));
@@ -284,7 +276,8 @@ proto::certificate relay::sign_share_cert(const owner_id& owner, const proto::ce
                                           const std::string& who) {
   proto::certificate out;
   out.name = req.name;
-  if (!names_.holds(req.name, proto::tunnel_kind::share_blind, owner)) {
+  auto held = names_.kind_held(req.name, owner);
+  if (!held || !kinds::relay_side(*held).signs_certificates()) {
     out.code = "not_yours";
     out.message = "this agent holds no share URL named " + req.name;
     spdlog::warn("{}: certificate for {} refused: {}", who, req.name, out.message);
@@ -303,39 +296,6 @@ proto::certificate relay::sign_share_cert(const owner_id& owner, const proto::ce
     spdlog::warn("{}: {}", who, out.message);
   }
   return out;
-}
-
-proto::service_result relay::claim_share_url(const owner_id& owner, const proto::service_spec& spec,
-                                             const std::shared_ptr<link::link>& link) {
-  proto::service_result r;
-  r.name = spec.name;
-  if (https_port_ == 0) {
-    r.code = "no_https";
-    r.message = "this relay serves no HTTPS share URLs (it has no --https-listen)";
-    return r;
-  }
-  auto label = proto::canonical_host_name(spec.name);
-  if (!label || *label != spec.name || spec.name.find('.') != std::string::npos) {
-    r.code = "bad_name";
-    r.message = "a share URL's name is one DNS label: 1-63 lowercase letters, digits or '-'";
-    return r;
-  }
-  std::shared_ptr<const http::access_rules> rules;
-  if (spec.kind == proto::tunnel_kind::share_inspect && !spec.access.empty()) {
-    try {
-      rules =
-          std::make_shared<const http::access_rules>(http::access_rules::from_spec(spec.access));
-    } catch (const std::exception& e) {
-      r.code = "bad_rules";
-      r.message = e.what();
-      return r;
-    }
-  }
-  r = names_.claim(owner, spec, link, std::move(rules));
-  if (r.ok)
-    r.public_address = "https://" + spec.name + "." + config_.domain +
-                       (https_port_ == 443 ? "" : ":" + std::to_string(https_port_));
-  return r;
 }
 
 }  // namespace burrow::relay

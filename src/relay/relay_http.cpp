@@ -11,6 +11,7 @@
 #include "core/deadline.hpp"
 #include "core/spawn.hpp"
 #include "http/forward_head.hpp"
+#include "kinds/registry.hpp"
 #include "link/stream.hpp"
 #include "proto/client_hello.hpp"
 #include "relay/relay.hpp"
@@ -88,12 +89,15 @@ asio::awaitable<void> relay::http_session(tcp::socket socket, admitted conn) {
   }
   std::shared_ptr<link::link> target;
   if (response.empty()) {
-    auto route = names_.pick(name, true, "", socket.get_executor());
-    if (!route.link) {
+    auto route = names_.pick(name, "", socket.get_executor());
+    auto action = kinds::action_at(door::http, route);
+    if (action == door_action::not_here) {
+      response = http::page_response(404, "no tunnel named " + name);
+    } else if (!route.link) {
       bool offline = route.status == proto::stream_status::unreachable;
       response = http::page_response(offline ? 502 : 404, offline ? "tunnel " + name + " is offline"
                                                                   : "no tunnel named " + name);
-    } else if (!route.plain_http || route.kind != proto::tunnel_kind::share_blind) {
+    } else if (action == door_action::redirect) {
       if (https_port_ == 0) {
         response = http::page_response(404, "this relay serves no HTTPS share URLs");
       } else {
@@ -131,7 +135,7 @@ asio::awaitable<void> relay::http_visitor(std::shared_ptr<link::link> l, tcp::so
   meta->scheme = proto::visitor_scheme::plain_http;
   auto s = l->open_stream(*meta);
   if (!s) {
-    auto route = names_.pick(name, true, "", l->executor(), l.get());
+    auto route = names_.pick(name, "", l->executor(), l.get());
     if (attempt < 3 && route.link && !stopping_) {
       auto next = std::move(route.link);
       move_socket(

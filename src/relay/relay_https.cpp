@@ -18,6 +18,7 @@
 #include "http/duplex.hpp"
 #include "http/forward_head.hpp"
 #include "http/proxy.hpp"
+#include "kinds/registry.hpp"
 #include "link/stream.hpp"
 #include "proto/client_hello.hpp"
 #include "relay/relay.hpp"
@@ -181,7 +182,13 @@ asio::awaitable<void> relay::https_session(tcp::socket socket, admitted conn) {
     co_await std::move(answering);
     co_return;
   }
-  auto route = names_.pick(name, true, "", socket.get_executor());
+  auto route = names_.pick(name, "", socket.get_executor());
+  auto action = kinds::action_at(door::https, route);
+  if (action == door_action::not_here) {
+    auto answering = error_page(std::move(socket), 404, "no tunnel named " + name);
+    co_await std::move(answering);
+    co_return;
+  }
   if (!route.link) {
     bool offline = route.status == proto::stream_status::unreachable;
     auto answering =
@@ -191,7 +198,7 @@ asio::awaitable<void> relay::https_session(tcp::socket socket, admitted conn) {
     co_return;
   }
   auto l = std::move(route.link);
-  if (route.kind == proto::tunnel_kind::share_inspect) {
+  if (action == door_action::end_tls) {
     move_socket(std::move(socket), l->executor(),
                 [this, l, name, conn, rules = route.rules](tcp::socket moved) {
                   spawn_logged(l->executor(),
@@ -215,7 +222,7 @@ asio::awaitable<void> relay::https_visitor(std::shared_ptr<link::link> l, tcp::s
   auto s = l->open_stream(*meta);
   if (!s) {
     // This link is full or closing: another of the agent's links may take the visitor.
-    auto route = names_.pick(name, true, "", l->executor(), l.get());
+    auto route = names_.pick(name, "", l->executor(), l.get());
     if (attempt < 3 && route.link && !stopping_) {
       auto next = std::move(route.link);
       move_socket(std::move(socket), next->executor(),

@@ -21,37 +21,6 @@ std::string joined(const std::vector<std::string>& v) {
 
 }  // namespace
 
-std::optional<proto::service_result> relay::check_scope(
-    const token_grant& grant, const owner_id& owner, const proto::service_spec& spec,
-    std::optional<std::vector<port_range>>& ports) {
-  if (spec.unsupported) return std::nullopt;  // refused later anyway
-  auto scope = tokens_.scope(grant.id());
-  if (grant.revoked() || !scope)
-    return proto::refused(spec, "not_allowed", "this agent's token has been revoked");
-  const bool by_name = spec.kind != proto::tunnel_kind::tcp_port;
-  if (by_name && !scope->allows_name(spec.name))
-    return proto::refused(spec, "not_allowed",
-                          "this agent's token may not claim the name " + spec.name +
-                              " (it may claim " + joined(scope->names) + ")");
-  if (!by_name) {
-    ports = allowed_ranges(*scope, config_.ports);
-    if (spec.remote_port != 0 && !scope->allows_port(spec.remote_port))
-      return proto::refused(
-          spec, "not_allowed",
-          "this agent's token may not claim port " + std::to_string(spec.remote_port));
-  }
-  if (scope->max_services != 0) {
-    bool again = by_name ? names_.held_by(spec.name, grant.id()) : registry_->holds(owner, spec);
-    std::size_t held = registry_->count(grant.id()) + names_.count(grant.id());
-    if (!again && held >= scope->max_services)
-      return proto::refused(spec, "too_many_services",
-                            "this agent's token may hold at most " +
-                                std::to_string(scope->max_services) + " services and holds " +
-                                std::to_string(held));
-  }
-  return std::nullopt;
-}
-
 void relay::reload_tokens(bool force) {
   auto changes = tokens_.reload(force);
   if (changes.removed.empty() && changes.rescoped.empty()) return;
