@@ -20,7 +20,6 @@
 #include "acme/client.hpp"
 #include "acme/jws.hpp"
 #include "acme/tls_alpn.hpp"
-#include "agent/share_cert.hpp"
 #include "core/address.hpp"
 #include "core/backoff.hpp"
 #include "core/deadline.hpp"
@@ -36,6 +35,7 @@
 #include "http/access_rules.hpp"
 #include "http/duplex.hpp"
 #include "http/proxy.hpp"
+#include "kinds/share_url/share_cert.hpp"
 #include "link/dial.hpp"
 #include "link/drain.hpp"
 #include "link/handshake.hpp"
@@ -48,6 +48,11 @@ namespace burrow::agent {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
+using kinds::share_url::accept_share_cert;
+using kinds::share_url::load_share_cert;
+using kinds::share_url::make_share_cert_request;
+using kinds::share_url::share_cert;
+using kinds::share_url::share_url_host;
 
 namespace {
 
