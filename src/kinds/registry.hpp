@@ -1,6 +1,13 @@
-// Every tunnel kind, with its handlers: the one list a new kind is added to.
+// Every tunnel kind this build knows, one entry each: the kind, the factory of its agent side and
+// its relay side. The agent and the relay reach a kind only through its entry.
 #pragma once
 
+#include <memory>
+#include <span>
+
+#include "agent/agent_config.hpp"
+#include "agent/service.hpp"
+#include "agent/service_context.hpp"
 #include "proto/tunnel_kind.hpp"
 #include "relay/kind_handler.hpp"
 
@@ -8,10 +15,14 @@ namespace burrow::kinds {
 
 struct kind_entry {
   proto::tunnel_kind kind;
+  // Throws config_error when the service cannot be served as configured.
+  std::unique_ptr<agent::service> (*make_agent_service)(agent::service_context&,
+                                                        agent::service_config);
   const relay::kind_handler& (*relay_side)();
 };
 
-// The entry for `k`; every tunnel_kind has one.
+std::span<const kind_entry> all_kinds();
+// Every proto::tunnel_kind has one.
 const kind_entry& entry_for(proto::tunnel_kind k);
 
 inline const relay::kind_handler& relay_side(proto::tunnel_kind k) {

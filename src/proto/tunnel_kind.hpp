@@ -15,12 +15,6 @@ enum class tunnel_kind {
   share_passthrough,  // an HTTPS share URL whose TLS goes on to the local service
 };
 
-// Share URLs are reached by name at the relay's HTTPS (and HTTP) listener.
-constexpr bool is_share_url(tunnel_kind k) {
-  return k == tunnel_kind::share_blind || k == tunnel_kind::share_inspect ||
-         k == tunnel_kind::share_passthrough;
-}
-
 // How a register message spells a kind: `kind`, `e2ee` and `mode`.
 struct wire_kind {
   std::string_view kind;

@@ -17,8 +17,6 @@ TEST(TunnelKind, EveryKindReadsBackFromItsWireName) {
   EXPECT_FALSE(from_wire("http", false, "mirror"));
   EXPECT_FALSE(from_wire("tcp", false, "blind"));
   EXPECT_FALSE(from_wire("", false, ""));
-  EXPECT_TRUE(is_share_url(tunnel_kind::share_inspect));
-  EXPECT_FALSE(is_share_url(tunnel_kind::tcp_e2ee));
 }
 
 TEST(TunnelKind, SchemesReadBackAndUnknownOnesAreRefused) {

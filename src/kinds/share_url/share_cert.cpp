@@ -1,5 +1,5 @@
 // Requesting, checking and loading share URL certificates.
-#include "agent/share_cert.hpp"
+#include "kinds/share_url/share_cert.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -8,7 +8,7 @@
 
 #include "tls/contexts.hpp"
 
-namespace burrow::agent {
+namespace burrow::kinds::share_url {
 
 namespace {
 
@@ -80,4 +80,4 @@ share_cert load_share_cert(const std::string& cert_file, const std::string& key_
   }
 }
 
-}  // namespace burrow::agent
+}  // namespace burrow::kinds::share_url

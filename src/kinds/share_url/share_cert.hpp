@@ -12,7 +12,7 @@
 #include "proto/control.hpp"
 #include "tls/certs.hpp"
 
-namespace burrow::agent {
+namespace burrow::kinds::share_url {
 
 // "https://NAME.DOMAIN[:PORT]" -> "NAME.DOMAIN"; empty when it is not such a URL.
 std::string share_url_host(std::string_view public_address);
@@ -34,4 +34,4 @@ share_cert accept_share_cert(const proto::certificate& answer, const tls::key_pa
 // leaf). Throws std::runtime_error naming the file at fault.
 share_cert load_share_cert(const std::string& cert_file, const std::string& key_file);
 
-}  // namespace burrow::agent
+}  // namespace burrow::kinds::share_url

@@ -10,27 +10,28 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "agent/agent.hpp"
 #include "core/deadline.hpp"
 #include "core/duration.hpp"
 #include "e2ee/secure_stream.hpp"
+#include "kinds/tcp_e2ee/agent_side.hpp"
+#include "link/link.hpp"
 #include "link/stream.hpp"
 
-namespace burrow::agent {
+namespace burrow::kinds::tcp_e2ee {
 
 namespace asio = boost::asio;
 
-asio::awaitable<void> agent::e2ee_session_stream(std::shared_ptr<link::link> l,
+asio::awaitable<void> agent_side::session_stream(std::shared_ptr<link::link> l,
                                                  std::shared_ptr<link::stream> s,
-                                                 proto::open_metadata meta, std::size_t index) {
-  const service_config& svc = services_[index].config;  // immutable after construction
+                                                 proto::open_metadata meta) {
+  const agent::service_config& svc = config_;
   l->accept(*s);
-  e2ee::secure_stream tls(e2ee_tls_->native_handle(), s, e2ee::tls_role::server,
+  e2ee::secure_stream tls(identity_.e2ee_tls.native_handle(), s, e2ee::tls_role::server,
                           e2ee::alpn_session);
   auto fail = [&](proto::stream_status why, const std::string& what) {
     {
-      std::lock_guard lock(mutex_);
-      if (e2ee_errors_.allow())
+      std::lock_guard lock(ctx_.mutex);
+      if (ctx_.tls_failures.allow())
         spdlog::warn("service {}: end-to-end session with visitor {}: {}", svc.name,
                      meta.visitor_address, what);
     }
@@ -38,7 +39,7 @@ asio::awaitable<void> agent::e2ee_session_stream(std::shared_ptr<link::link> l,
     l->stream_finished(s->id());
   };
   auto shaking = tls.handshake();
-  auto shaken = co_await with_deadline(std::move(shaking), config_.connect_timeout);
+  auto shaken = co_await with_deadline(std::move(shaking), ctx_.config.connect_timeout);
   if (!shaken || *shaken) {
     fail(proto::stream_status::cancelled,
          "handshake failed: " + (shaken ? shaken->message() : std::string("timed out")));
@@ -51,7 +52,7 @@ asio::awaitable<void> agent::e2ee_session_stream(std::shared_ptr<link::link> l,
     fail(proto::stream_status::protocol_error, e.what());
     co_return;
   }
-  if (!e2ee_sessions_.add(keys, index)) {
+  if (!ctx_.e2ee_sessions.add(keys, session_owner_)) {
     fail(proto::stream_status::overloaded, "too many end-to-end sessions open");
     co_return;
   }
@@ -67,7 +68,7 @@ asio::awaitable<void> agent::e2ee_session_stream(std::shared_ptr<link::link> l,
   // The session lasts until connect closes the stream, the link goes, or the agent stops. At its
   // max age the agent forgets it, and its secret with it, even if connect keeps the stream open:
   // streams that name it are refused from then on, and connect makes a new session.
-  asio::steady_timer expiry(co_await asio::this_coro::executor, config_.e2ee_session_max_age);
+  asio::steady_timer expiry(co_await asio::this_coro::executor, ctx_.config.e2ee_session_max_age);
   auto hold = [&]() -> asio::awaitable<void> {
     std::uint8_t extra[16];
     while (!ec) {
@@ -80,15 +81,15 @@ asio::awaitable<void> agent::e2ee_session_stream(std::shared_ptr<link::link> l,
   auto expire = [&]() -> asio::awaitable<void> {
     auto [waited] = co_await expiry.async_wait(asio::as_tuple(asio::use_awaitable));
     if (waited) co_return;  // the stream ended first
-    e2ee_sessions_.remove(id);
+    ctx_.e2ee_sessions.remove(id);
     spdlog::debug("service {}: end-to-end session {} reached its max age ({}) and is forgotten",
-                  svc.name, id.substr(0, 8), format_duration(config_.e2ee_session_max_age));
+                  svc.name, id.substr(0, 8), format_duration(ctx_.config.e2ee_session_max_age));
   };
   {
     using namespace asio::experimental::awaitable_operators;
     co_await (hold() && expire());
   }
-  e2ee_sessions_.remove(id);
+  ctx_.e2ee_sessions.remove(id);
   spdlog::debug("service {}: end-to-end session {} closed ({})", svc.name, id.substr(0, 8),
                 ec.message());
   if (ec == asio::error::eof) {  // connect closed it: close ours too
@@ -99,21 +100,20 @@ asio::awaitable<void> agent::e2ee_session_stream(std::shared_ptr<link::link> l,
   s->finish();  // a reset unless both sides closed
 }
 
-std::unique_ptr<link::record_protection> agent::keyed_stream(link::link& l, link::stream& s,
-                                                             const proto::open_metadata& meta,
-                                                             std::size_t index) {
+std::unique_ptr<link::record_protection> agent_side::keyed_stream(
+    link::link& l, link::stream& s, const proto::open_metadata& meta) {
   using verdict = e2ee::session_registry::verdict;
-  const service_config& svc = services_[index].config;
+  const agent::service_config& svc = config_;
   if (!e2ee::valid_session_id(meta.e2ee_session) || meta.e2ee_stream == 0) {
     l.refuse(s, proto::stream_status::protocol_error, "not an end-to-end session and stream");
     return nullptr;
   }
-  auto found = e2ee_sessions_.take(meta.e2ee_session, meta.e2ee_stream, index);
+  auto found = ctx_.e2ee_sessions.take(meta.e2ee_session, meta.e2ee_stream, session_owner_);
   if (found.outcome == verdict::replayed) {
     // connect numbers its streams once each: a number seen again is a replay, or an old stream.
     {
-      std::lock_guard lock(mutex_);
-      if (e2ee_errors_.allow())
+      std::lock_guard lock(ctx_.mutex);
+      if (ctx_.tls_failures.allow())
         spdlog::warn(
             "service {}: end-to-end stream {} of session {} from visitor {} was used before "
             "(a replay?); refused",
@@ -138,4 +138,4 @@ std::unique_ptr<link::record_protection> agent::keyed_stream(link::link& l, link
   }
 }
 
-}  // namespace burrow::agent
+}  // namespace burrow::kinds::tcp_e2ee
