@@ -10,12 +10,6 @@ namespace burrow::relay {
 
 namespace {
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 std::optional<proto::service_result> check_scope(claim_context& c, const proto::service_spec& spec,
                                                  bool by_name,
                                                  std::optional<std::vector<port_range>>* allowed) {

@@ -11,16 +11,6 @@ namespace burrow::relay {
 
 namespace asio = boost::asio;
 
-namespace {
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
-}  // namespace
-
 void relay::reload_tokens(bool force) {
   auto changes = tokens_.reload(force);
   if (changes.removed.empty() && changes.rescoped.empty()) return;

@@ -88,6 +88,12 @@ std::string format_rate(std::uint64_t b) {
   return std::to_string(b);
 }
 
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 std::string describe(const token_scope& s) {
   // Appends one piece at a time: `"," + string` trips GCC 12's -Wrestrict false positive.
   std::string out = "names ";

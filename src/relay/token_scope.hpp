@@ -40,6 +40,9 @@ std::optional<std::uint64_t> parse_rate(std::string_view text);
 // The shortest exact form parse_rate reads back: "10M", "1500k", "123".
 std::string format_rate(std::uint64_t bytes_per_second);
 
+// Items separated by ", ", for messages and logs.
+std::string joined(const std::vector<std::string>& items);
+
 // The scope on one line, for logs and `burrow relay token list`.
 std::string describe(const token_scope& scope);
 

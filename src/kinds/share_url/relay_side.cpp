@@ -47,7 +47,7 @@ class share_handler : public relay::kind_handler {
   }
 };
 
-class blind final : public share_handler {
+class blind_handler final : public share_handler {
  public:
   door_action at(door d, const relay::name_registry::route& r) const override {
     if (d == door::https) return door_action::carry;
@@ -57,7 +57,7 @@ class blind final : public share_handler {
   bool signs_certificates() const override { return true; }
 };
 
-class passthrough final : public share_handler {
+class passthrough_handler final : public share_handler {
  public:
   door_action at(door d, const relay::name_registry::route&) const override {
     if (d == door::https) return door_action::carry;
@@ -65,7 +65,7 @@ class passthrough final : public share_handler {
   }
 };
 
-class inspect final : public share_handler {
+class inspect_handler final : public share_handler {
  public:
   door_action at(door d, const relay::name_registry::route&) const override {
     if (d == door::https) return door_action::end_tls;
@@ -90,17 +90,17 @@ class inspect final : public share_handler {
 }  // namespace
 
 const relay::kind_handler& blind_relay_side() {
-  static const blind h;
+  static const blind_handler h;
   return h;
 }
 
 const relay::kind_handler& inspect_relay_side() {
-  static const inspect h;
+  static const inspect_handler h;
   return h;
 }
 
 const relay::kind_handler& passthrough_relay_side() {
-  static const passthrough h;
+  static const passthrough_handler h;
   return h;
 }
 
