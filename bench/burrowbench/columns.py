@@ -105,6 +105,8 @@ _metric("rss_empty_mib", "relay RSS before any agent (ssh-r: sshd before any cli
         "lower", "{:.2f}", None)
 _metric("rss_empty_anon_mib", "relay RSS before any agent, anonymous only (RssAnon)", "MiB",
         "lower", "{:.2f}", None)
+_metric("pss_empty_mib", "relay PSS before any agent (its share of the pages it maps)", "MiB",
+        "lower", "{:.2f}", None)
 _metric("agent_rss_idle_mib", "agent RSS, idle with one tunnel (ssh-r: the ssh client)", "MiB",
         "lower", "{:.2f}", None)
 _metric("rss_idle_mib", "tunnel idle RSS, tunnels registered (relay / socat listener / sshd "

@@ -12,7 +12,7 @@ from .common import HERE, LOOPBACK, READY_TIMEOUT, BenchError, log
 from .context import Context
 from .modes import Mode
 from .net import http_get_ok
-from .sysinfo import (PeakSampler, all_stats, cpu_busy, cpu_ticks, proc_status_kib,
+from .sysinfo import (PeakSampler, all_stats, cpu_busy, cpu_ticks, proc_status_kib, pss_kib,
                       tree_cpu_seconds, tree_pids, tree_pss_kib, tree_switches)
 
 # After a load, the next one waits until every CPU is under QUIET_BUSY busy over QUIET_SAMPLE s
@@ -109,6 +109,9 @@ def measure_empty(ctx: Context, mode: Mode, metrics: dict) -> None:
         v = rss_mib(mpid, field)
         if v is not None:
             metrics[key] = v
+    pss = pss_kib(mpid)  # the idle relay's memory line: RssAnon and PSS
+    if pss is not None:
+        metrics["pss_empty_mib"] = pss / 1024
 
 
 def measure_idle(ctx: Context, mode: Mode, metrics: dict) -> None:
