@@ -15,6 +15,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -56,6 +57,28 @@ std::string receive_text(socket_pair& p, bool& drained, error_code& ec) {
   char buf[64];
   std::size_t n = receive_some(p.server, asio::buffer(buf), drained, ec);
   return std::string(buf, n);
+}
+
+// Reads `socket` with receive_when_ready, handing each piece to `got`, until a read ends with an
+// error, which lands in `ended`.
+void read_until_error(asio::io_context& io, tcp::socket& socket,
+                      std::function<void(std::string_view)> got, std::optional<error_code>& ended) {
+  asio::co_spawn(
+      io,
+      [&socket, got = std::move(got), &ended]() -> asio::awaitable<void> {
+        bool drained = true;
+        for (;;) {
+          char buf[64];
+          error_code ec;
+          std::size_t n = co_await receive_when_ready(socket, asio::buffer(buf), drained, ec);
+          if (ec) {
+            ended = ec;
+            co_return;
+          }
+          got(std::string_view(buf, n));
+        }
+      },
+      asio::detached);
 }
 
 TEST(Drained, ASocketWithAFinStillToReadIsNotDrained) {
@@ -154,22 +177,8 @@ TEST(Drained, ReceiveWhenReadyWaitsForBytesThenTheFin) {
   socket_pair p(io, true);
   std::vector<std::string> got;
   std::optional<error_code> ended;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        bool drained = true;
-        for (;;) {
-          char buf[64];
-          error_code ec;
-          std::size_t n = co_await receive_when_ready(p.server, asio::buffer(buf), drained, ec);
-          if (ec) {
-            ended = ec;
-            co_return;
-          }
-          got.emplace_back(buf, n);
-        }
-      },
-      asio::detached);
+  read_until_error(
+      io, p.server, [&](std::string_view piece) { got.emplace_back(piece); }, ended);
   io.run_for(30ms);
   EXPECT_TRUE(got.empty());
   EXPECT_FALSE(ended) << "ended with nothing sent";
@@ -250,22 +259,8 @@ TEST(Drained, ReceiveWhenReadyEndsWithTheResetBehindTheLastBytes) {
   await_arrival(p.server);
   std::string got;
   std::optional<error_code> ended;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        bool drained = true;
-        for (;;) {
-          char buf[64];
-          error_code ec;
-          std::size_t n = co_await receive_when_ready(p.server, asio::buffer(buf), drained, ec);
-          if (ec) {
-            ended = ec;
-            co_return;
-          }
-          got.append(buf, n);
-        }
-      },
-      asio::detached);
+  read_until_error(
+      io, p.server, [&](std::string_view piece) { got.append(piece); }, ended);
   run_until_set(io, ended);
   ASSERT_TRUE(ended) << "the reset never ended the reads";
   EXPECT_EQ(*ended, asio::error::connection_reset) << ended->message();

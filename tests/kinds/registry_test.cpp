@@ -29,6 +29,17 @@ struct scratch_state_dir {
   }
 };
 
+// An agent's context for the factories, with its own state directory.
+class KindRegistryServices : public ::testing::Test {
+ protected:
+  KindRegistryServices() { config.state_dir = dir.path; }
+  scratch_state_dir dir;
+  agent::agent_config config;
+  workers threads{1};
+  std::atomic<bool> stopping{false};
+  agent::service_context ctx{config, threads, stopping};
+};
+
 TEST(KindRegistry, OneEntryPerTunnelKind) {
   EXPECT_EQ(all_kinds().size(), every_kind.size());
   for (auto k : every_kind) {
@@ -40,13 +51,7 @@ TEST(KindRegistry, OneEntryPerTunnelKind) {
   }
 }
 
-TEST(KindRegistry, EachFactoryMakesItsKind) {
-  scratch_state_dir dir;
-  agent::agent_config config;
-  config.state_dir = dir.path;
-  workers threads(1);
-  std::atomic<bool> stopping{false};
-  agent::service_context ctx(config, threads, stopping);
+TEST_F(KindRegistryServices, EachFactoryMakesItsKind) {
   proto::open_metadata own_tls, ended;
   ended.scheme = proto::visitor_scheme::https_ended;
   for (auto k : every_kind) {
@@ -71,13 +76,7 @@ TEST(KindRegistry, EachFactoryMakesItsKind) {
   }
 }
 
-TEST(KindRegistry, NamesMadeUniqueForAllButPublicPorts) {
-  scratch_state_dir dir;
-  agent::agent_config config;
-  config.state_dir = dir.path;
-  workers threads(1);
-  std::atomic<bool> stopping{false};
-  agent::service_context ctx(config, threads, stopping);
+TEST_F(KindRegistryServices, NamesMadeUniqueForAllButPublicPorts) {
   for (auto k : every_kind) {
     agent::service_config svc;
     svc.name = "web";
