@@ -1,7 +1,7 @@
 // Small read buffers that a thread's readers give back while they wait, for the next reader that
 // has bytes to read: a connection that waits holds none, and taking one costs no allocation.
 // Used by the end-to-end splice and the HTTP proxy, whose visitors spend most of their life
-// waiting (docs/performance.md, "End to end: no read buffer while a direction waits").
+// waiting.
 #pragma once
 
 #include <cstddef>

@@ -33,7 +33,7 @@ namespace {
 
 // Reads and body pieces start small and grow to these sizes once a message needs them: a
 // connection that carries small requests and responses (most of them) uses a few KiB per side
-// instead of 16 KiB for each buffer (docs/performance.md, "Memory per HTTPS visitor"). A read
+// instead of 16 KiB for each buffer. A read
 // buffer is held only while a side has bytes in hand (none while it waits for a visitor's next
 // request or the local service's answer), and between messages a side keeps no body piece or
 // outbox larger than kept_between_messages ("The HTTP proxy: buffers only while bytes move").

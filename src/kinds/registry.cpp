@@ -37,6 +37,13 @@ const kind_entry& entry_for(proto::tunnel_kind k) {
   throw std::logic_error("no entry for tunnel kind " + std::string(proto::describe(k)));
 }
 
+std::string known_kinds() {
+  std::string out;
+  for (auto& e : kind_table)
+    out += (out.empty() ? "" : ", ") + std::string(proto::describe(e.kind));
+  return out;
+}
+
 relay::door_action action_at(relay::door door, const relay::name_registry::route& r) {
   return r.found ? relay_side(r.kind).at(door, r) : relay::door_action::not_here;
 }

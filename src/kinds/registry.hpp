@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 
 #include "agent/agent_config.hpp"
 #include "agent/service.hpp"
@@ -24,6 +25,9 @@ struct kind_entry {
 std::span<const kind_entry> all_kinds();
 // Every proto::tunnel_kind has one.
 const kind_entry& entry_for(proto::tunnel_kind k);
+
+// Every kind's description, for messages: "tcp, tcp end to end, http blind, ...".
+std::string known_kinds();
 
 inline const relay::kind_handler& relay_side(proto::tunnel_kind k) {
   return entry_for(k).relay_side();

@@ -152,7 +152,7 @@ class link : public std::enable_shared_from_this<link> {
   void chunk_sent();  // the kernel took the batch's current write
   // A stream's bytes go out at once, from the code that queued them, when the writer is idle
   // and the link carries that stream alone: no wake-up through the scheduler, which costs a
-  // zero-timeout epoll_wait of its own (docs/performance.md). With more streams, waking the
+  // zero-timeout epoll_wait of its own. With more streams, waking the
   // writer lets frames that other streams queue meanwhile share one write. False: not sent;
   // the caller wakes the writer.
   bool send_inline();

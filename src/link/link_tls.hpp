@@ -1,7 +1,7 @@
 // The link's TLS session once its opening exchange is done, driven through memory buffers rather
 // than asio::ssl::stream. Asio's stream moves one record (at most 16 KiB) per system call; here a
 // whole batch of frames becomes several records sent with one write, and one read takes in every
-// record the socket holds (docs/performance.md). When hello and welcome agreed on the link's own
+// record the socket holds. When hello and welcome agreed on the link's own
 // records, those records are record_protection's, keyed from this session, and OpenSSL's record
 // layer is no longer used.
 #pragma once

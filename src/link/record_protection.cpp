@@ -33,8 +33,7 @@ constexpr std::uint8_t handshake_type = 22;
 constexpr std::uint8_t key_update_message = 24;  // HandshakeType key_update (RFC 8446, 4.6.3)
 constexpr std::uint8_t alert_warning = 1, alert_fatal = 2;
 // Up to this size a record's data is copied next to its inner type and sealed in one call: a
-// copy of a few KiB costs less than a second call into the AEAD (docs/performance.md, "Own
-// records in fewer calls").
+// copy of a few KiB costs less than a second call into the AEAD.
 constexpr std::size_t copied_plaintext = 4096;
 
 class record_category_impl : public boost::system::error_category {

@@ -3,7 +3,7 @@
 // and welcome agreed on it (docs/protocol.md, section 4c). The handshake, the relay's identity,
 // the token, hello and welcome stay OpenSSL's; after the welcome a record is one AEAD call from
 // our buffer into our buffer, where OpenSSL's record layer spends about as much again on its
-// generality and copies each record into and out of its own buffers (docs/performance.md).
+// generality and copies each record into and out of its own buffers.
 //
 // Each direction has its own key and IV, from the exporter with the sender's role and the key's
 // generation as context; the nonce is the IV XOR the record's sequence number, as in TLS 1.3.

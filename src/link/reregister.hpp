@@ -2,7 +2,7 @@
 // the socket's epoll registration and nothing ever takes it out; every later async_wait for
 // reading re-arms the whole registration (EPOLL_CTL_MOD), so on a socket with room to write,
 // epoll then wakes once per wait for the write edge, which no operation wanted: one blocking
-// epoll_wait more per request on the agent's service side (docs/performance.md). Releasing the
+// epoll_wait more per request on the agent's service side. Releasing the
 // descriptor and assigning it again registers it for reading only, as an accepted socket is.
 #pragma once
 

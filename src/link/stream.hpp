@@ -208,7 +208,7 @@ class stream : public std::enable_shared_from_this<stream> {
   // What upstream() reads at once: a whole frame after a read that filled its buffer (bulk),
   // and small again after a read that a small buffer would have held (requests). Room for a
   // whole frame grows the link's write buffer past what an idle link keeps, so every request
-  // would allocate it anew and give it back (docs/performance.md).
+  // would allocate it anew and give it back.
   static constexpr std::size_t small_read = 16 * 1024;
   std::size_t read_size_ = small_read;
   std::function<void()> quiet_hook_;

@@ -1,9 +1,8 @@
 // Writing without a trip through the scheduler. asio::async_write sends at once when the socket
 // has room, but its completion is posted, and before the next posted handler runs the scheduler
-// polls epoll again (epoll_wait with a zero timeout): one system call more per write
-// (docs/performance.md, "System calls per request, on a machine where each one costs over a
-// microsecond"). write_now makes that one send itself and returns what it took; the caller hands
-// the rest, if any, to asio::async_write as before.
+// polls epoll again (epoll_wait with a zero timeout): one system call more per write. write_now
+// makes that one send itself and returns what it took; the caller hands the rest, if any, to
+// asio::async_write as before.
 #pragma once
 
 #include <boost/asio/buffer.hpp>

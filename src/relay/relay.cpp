@@ -219,7 +219,7 @@ asio::awaitable<void> relay::visitor_stream(std::shared_ptr<link::link> l,
   const link::link* full = nullptr;
   for (int attempt = 0; attempt < 3 && !opened.stream; ++attempt) {
     auto route = names_.pick(meta.service, token, l->executor(), full);
-    if (kinds::action_at(door::connect, route) == door_action::not_here) {
+    if (kinds::action_at(door::connect, route) != door_action::carry) {
       opened.status = proto::stream_status::no_service;
       opened.reason = "no service named " + meta.service + " on this relay";
       break;

@@ -251,10 +251,9 @@ void relay::serve_agent(link::link::handlers& h, link::link* raw, owner_id owner
         r = proto::refused(spec, "bad_name",
                            "service names are 1-63 letters, digits, '-', '_' or '.'");
       } else if (spec.unsupported) {
-        r = proto::refused(spec, spec.unsupported->code,
-                           "this relay offers tcp services and http ones in blind, inspect and "
-                           "passthrough modes, not " +
-                               spec.unsupported->asked);
+        r = proto::refused(
+            spec, spec.unsupported->code,
+            "this relay offers " + kinds::known_kinds() + ", not " + spec.unsupported->asked);
       } else {
         kind = &kinds::relay_side(spec.kind);
         r = kind->claim(ctx, spec);

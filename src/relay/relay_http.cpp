@@ -90,8 +90,9 @@ asio::awaitable<void> relay::http_session(tcp::socket socket, admitted conn) {
   std::shared_ptr<link::link> target;
   if (response.empty()) {
     auto route = names_.pick(name, "", socket.get_executor());
+    // This door redirects or forwards in the clear; whatever else a kind says means not here.
     auto action = kinds::action_at(door::http, route);
-    if (action == door_action::not_here) {
+    if (action != door_action::redirect && action != door_action::forward_http) {
       response = http::page_response(404, "no tunnel named " + name);
     } else if (!route.link) {
       bool offline = route.status == proto::stream_status::unreachable;

@@ -183,8 +183,9 @@ asio::awaitable<void> relay::https_session(tcp::socket socket, admitted conn) {
     co_return;
   }
   auto route = names_.pick(name, "", socket.get_executor());
+  // This door carries the visitor's TLS or ends it; whatever else a kind says means not here.
   auto action = kinds::action_at(door::https, route);
-  if (action == door_action::not_here) {
+  if (action != door_action::carry && action != door_action::end_tls) {
     auto answering = error_page(std::move(socket), 404, "no tunnel named " + name);
     co_await std::move(answering);
     co_return;
@@ -248,8 +249,7 @@ asio::awaitable<void> relay::inspect_visitor(std::shared_ptr<link::link> l, tcp:
   if (!meta) co_return;
   meta->scheme = proto::visitor_scheme::https_ended;
   // Our TLS engine over the socket rather than asio's stream, which holds 68 KiB per visitor in
-  // fixed buffers whether the visitor is busy or idle (docs/performance.md, "Memory per HTTPS
-  // visitor").
+  // fixed buffers whether the visitor is busy or idle.
   e2ee::secure_stream tls(domain_tls_.native_handle(), socket, e2ee::tls_role::server, "");
   auto shaking = tls.handshake();
   auto shaken = co_await with_deadline(std::move(shaking), handshake_timeout());
