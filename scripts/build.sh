@@ -8,7 +8,7 @@ case "$kind" in
   release) cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBURROW_WERROR=ON >/dev/null ;;
   asan) cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBURROW_SANITIZE=ON -DBURROW_WERROR=ON >/dev/null ;;
   # -O1 keeps ThreadSanitizer's slowdown of the relay tests (and their deadlines) bearable.
-  tsan) cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  tsan) cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
           -DBURROW_TSAN=ON -DBURROW_WERROR=ON >/dev/null ;;
   # Debug: burrow_lib at -O0 builds in half the time; fuzz/CMakeLists.txt optimises the parsers.
   fuzz) CXX=clang++-14 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBURROW_FUZZ=ON \

@@ -2,7 +2,7 @@
 # The whole test suite on a fresh Debian 12 machine: installs, builds a release and an
 # ASan+UBSan configuration, runs every test in both, runs the multi-threaded tests under
 # ThreadSanitizer, a 60-second soak, each fuzz target for a bounded time, and checks the demo.
-# FUZZ_SECONDS (default 60) bounds each fuzz run; SOAK_DURATION (default 60s) the soak;
+# FUZZ_SECONDS (default 30) bounds each fuzz run; SOAK_DURATION (default 60s) the soak;
 # TEST_JOBS (default: the number of CPUs) how many tests ctest runs at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,8 +60,8 @@ TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/ts
   -L 'shared|e2e'
 
 begin "fuzz targets"
-bash scripts/build.sh fuzz
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+bash scripts/build.sh fuzz fuzz/all
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
 
 begin "demo"
 bash scripts/demo.sh --check
