@@ -322,12 +322,26 @@ std::optional<std::string> normalize_fingerprint(std::string_view text) {
   return "sha256:" + digits;
 }
 
-std::chrono::system_clock::time_point not_after(std::string_view cert_pem) {
+namespace {
+
+std::chrono::system_clock::time_point certificate_time(std::string_view cert_pem, bool after) {
   auto cert = parse_certificate(cert_pem);
   std::tm tm{};
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &tm) != 1)
-    throw_openssl_error("cannot read certificate notAfter");
+  const ASN1_TIME* t = after ? X509_get0_notAfter(cert.get()) : X509_get0_notBefore(cert.get());
+  if (ASN1_TIME_to_tm(t, &tm) != 1)
+    throw_openssl_error(after ? "cannot read certificate notAfter"
+                              : "cannot read certificate notBefore");
   return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+}  // namespace
+
+std::chrono::system_clock::time_point not_after(std::string_view cert_pem) {
+  return certificate_time(cert_pem, true);
+}
+
+std::chrono::system_clock::time_point not_before(std::string_view cert_pem) {
+  return certificate_time(cert_pem, false);
 }
 
 std::vector<std::string> subject_alt_names(std::string_view cert_pem) {

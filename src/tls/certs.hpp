@@ -69,6 +69,7 @@ std::string fingerprint_sha256(X509* cert);
 std::optional<std::string> normalize_fingerprint(std::string_view text);
 
 std::chrono::system_clock::time_point not_after(std::string_view cert_pem);
+std::chrono::system_clock::time_point not_before(std::string_view cert_pem);
 
 // DNS names and IP addresses (as text, e.g. "127.0.0.1", "::1") from subjectAltName.
 std::vector<std::string> subject_alt_names(std::string_view cert_pem);

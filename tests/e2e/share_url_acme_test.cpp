@@ -1,6 +1,7 @@
 // ACME end to end: the agent gets its share URL's certificate from a real ACME CA (pebble), which
 // validates TLS-ALPN-01 by connecting to the relay's HTTPS port; the relay routes the validation
 // by SNI to the agent like any visitor, so it never holds the key or signs anything.
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -47,6 +48,30 @@ TEST_F(share_url_test, AcmeCertificateValidatedThroughTheRelay) {
                        10s);
   ASSERT_TRUE(presented && agent_key);
   EXPECT_EQ(*presented, *agent_key);
+
+  // The visitors' line names no relay CA file (there is none), and the chain is kept.
+  EXPECT_TRUE(agent->wait_for_line(std::regex("visitors who trust the ACME CA need nothing more: "
+                                              "curl https://acme.burrow.localhost"),
+                                   1s))
+      << agent->output();
+  EXPECT_EQ(agent->output().find("--cacert"), std::string::npos) << agent->output();
+  auto saved = dir_ / "agent" / "acme-acme.burrow.localhost.pem";
+  ASSERT_TRUE(std::filesystem::exists(saved));
+
+  // A restarted agent serves the saved certificate at once and orders none.
+  agent->signal(SIGTERM);
+  ASSERT_EQ(agent->wait_exit(15s), 0) << agent->output();
+  auto again = start_http_agent(relay, service.port(), "acme", port, "blind",
+                                {"--acme", pebble.directory_url(), "--acme-ca", pebble.ca_file()});
+  ASSERT_NE(port, 0) << again->output();
+  EXPECT_TRUE(again->wait_for_line(
+      std::regex("using the certificate for acme.burrow.localhost saved in .*acme-acme"), 1s))
+      << again->output();
+  auto page_again = curl("acme.burrow.localhost", port,
+                         {"--cacert", (dir_ / "acme-root.pem").string()}, "/headers");
+  ASSERT_TRUE(page_again);
+  EXPECT_NE(page_again->find("status=200"), std::string::npos) << *page_again;
+  EXPECT_EQ(again->output().find("for a certificate"), std::string::npos) << again->output();
 }
 
 // Renewal comes from the agent's once-a-second upkeep, not from a registration: with 12 s

@@ -1,8 +1,9 @@
 // Blind mode with `acme`: a certificate from an ACME CA, its TLS-ALPN-01 validations answered by
-// this agent through the relay's SNI routing (web_session.cpp); renewed after two thirds of its
-// life, tried again 30s after a failure.
+// this agent through the relay's SNI routing (web_session.cpp); kept in the state directory,
+// renewed after two thirds of its life, tried again 30s after a failure.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <filesystem>
 
@@ -11,7 +12,7 @@
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
 #include "kinds/share_url/blind.hpp"
-#include "kinds/share_url/share_cert.hpp"
+#include "tls/certs.hpp"
 #include "tls/contexts.hpp"
 
 namespace burrow::kinds::share_url {
@@ -22,6 +23,66 @@ std::shared_ptr<asio::ssl::context> blind_side::acme_context(const tls::key_pair
   auto ctx = std::make_shared<asio::ssl::context>(tls::make_web_server_context(pair));
   acme::enable_tls_alpn_01(ctx->native_handle(), ctx_.acme_challenges);
   return ctx;
+}
+
+namespace {
+
+// Two thirds into the certificate's life, as a steady-clock time (now, if that has passed). Its
+// life starts at notBefore, or when it was issued (`issued`) if that is later: CAs backdate
+// notBefore, which for a short-lived certificate would put the renewal in the past.
+std::chrono::steady_clock::time_point renewal_time(
+    const std::string& chain_pem,
+    std::chrono::system_clock::time_point issued = std::chrono::system_clock::time_point::min()) {
+  auto from = std::max(tls::not_before(chain_pem), issued);
+  auto until = tls::not_after(chain_pem);
+  auto left = from + (until - from) * 2 / 3 - std::chrono::system_clock::now();
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::max(left, decltype(left)::zero()));
+}
+
+std::int64_t seconds_until(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t - std::chrono::steady_clock::now())
+      .count();
+}
+
+}  // namespace
+
+std::filesystem::path blind_side::acme_chain_file() const {
+  return identity_.state_dir / ("acme-" + host_ + ".pem");
+}
+
+bool blind_side::use_saved_acme_chain() {
+  auto file = acme_chain_file();
+  std::error_code ec;
+  if (host_.empty() || !std::filesystem::exists(file, ec)) return false;
+  try {
+    auto chain = read_file(file);
+    auto names = tls::subject_alt_names(chain);
+    if (!tls::key_matches({chain, identity_.key.key_pem}) ||
+        std::find(names.begin(), names.end(), host_) == names.end()) {
+      spdlog::warn(
+          "service {}: {} is not a certificate for {} with this agent's key; ordering "
+          "a new one",
+          config_.name, file.string(), host_);
+      return false;
+    }
+    if (tls::not_after(chain) <= std::chrono::system_clock::now()) {
+      spdlog::info("service {}: the saved certificate in {} has expired; ordering a new one",
+                   config_.name, file.string());
+      return false;
+    }
+    web_tls_ = acme_context({chain, identity_.key.key_pem});
+    acme_cert_ = true;
+    renew_at_ = renewal_time(chain);
+    spdlog::info("service {}: using the certificate for {} saved in {}, renewed in {}s",
+                 config_.name, host_, file.string(), seconds_until(renew_at_));
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("service {}: cannot use {}: {}; ordering a new certificate", config_.name,
+                 file.string(), e.what());
+    return false;
+  }
 }
 
 void blind_side::start_acme() {
@@ -73,19 +134,24 @@ asio::awaitable<void> blind_side::acme_issue() {
     failure = result.error;
   }
   std::shared_ptr<asio::ssl::context> ctx;
-  share_cert got;
+  std::chrono::steady_clock::time_point renew_at;
   if (failure.empty()) {
     try {
       ctx = acme_context({result.chain_pem, identity_.key.key_pem});
-      got.not_after = tls::not_after(result.chain_pem);
-      auto left = got.not_after - std::chrono::system_clock::now();
-      got.renew_at = std::chrono::steady_clock::now() +
-                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(left * 2 / 3);
+      renew_at = renewal_time(result.chain_pem, std::chrono::system_clock::now());
     } catch (const std::exception& e) {
       failure = std::string("the ACME certificate: ") + e.what();
     }
   }
   std::lock_guard lock(ctx_.mutex);
+  if (failure.empty()) {
+    try {
+      write_private_file(acme_chain_file(), result.chain_pem);
+    } catch (const std::exception& e) {
+      spdlog::warn("service {}: cannot save the certificate in {}: {}; a restart orders another",
+                   name, acme_chain_file().string(), e.what());
+    }
+  }
   acme_running_ = false;
   if (!failure.empty()) {
     acme_retry_at_ = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -96,12 +162,9 @@ asio::awaitable<void> blind_side::acme_issue() {
   bool renewed = acme_cert_;
   web_tls_ = std::move(ctx);
   acme_cert_ = true;
-  renew_at_ = got.renew_at;
+  renew_at_ = renew_at;
   spdlog::info("service {}: {} certificate for {} from the ACME CA, renewed in {}s", name,
-               renewed ? "renewed the" : "got a", host_,
-               std::chrono::duration_cast<std::chrono::seconds>(got.renew_at -
-                                                                std::chrono::steady_clock::now())
-                   .count());
+               renewed ? "renewed the" : "got a", host_, seconds_until(renew_at_));
   announce();
 }
 

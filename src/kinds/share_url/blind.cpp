@@ -28,7 +28,7 @@ blind_side::blind_side(agent::service_context& ctx, agent::service_config config
 void blind_side::on_accepted(link::link& l, const proto::service_result& r) {
   take_address(r);
   if (!config_.acme_directory.empty()) {
-    if (!web_tls_) {
+    if (!web_tls_ && !use_saved_acme_chain()) {
       // Until the CA's certificate arrives: a placeholder that answers its validations.
       web_tls_ = acme_context(tls::make_self_signed(host_, {host_}, std::chrono::hours(24)));
     }
@@ -73,6 +73,9 @@ void blind_side::upkeep(std::chrono::steady_clock::time_point now) {
 
 std::string blind_side::visitor_note() const {
   if (own_cert_) return {};
+  if (acme_cert_)
+    return fmt::format("visitors who trust the ACME CA need nothing more: curl {}\n",
+                       public_address_);
   auto ca = (identity_.state_dir / "relay-ca.pem").string();
   return fmt::format(
       "visitors trust the relay's CA (`burrow relay ca` prints it; a copy is in {}): curl "

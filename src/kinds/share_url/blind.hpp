@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 
 #include "acme/tls_alpn.hpp"
 #include "kinds/share_url/share_url.hpp"
@@ -35,6 +36,12 @@ class blind_side final : public share_url_side {
   void start_acme();
   boost::asio::awaitable<void> acme_issue();
   std::shared_ptr<boost::asio::ssl::context> acme_context(const tls::key_pair& pair);
+  // STATE_DIR/acme-HOST.pem: the ACME CA's chain for this agent's key, kept so that a restart
+  // does not order another (the CA's duplicate-certificate limits).
+  std::filesystem::path acme_chain_file() const;
+  // The saved chain, if it is for this key and name and still valid: served, renewed at two
+  // thirds of its life. With the mutex held.
+  bool use_saved_acme_chain();
 
   // Guarded by the context's mutex: the TLS visitors meet, and when to ask for the next
   // certificate.
