@@ -41,9 +41,13 @@ service_context::service_context(const agent_config& c, workers& threads,
       workers_(threads),
       stopping_(stopping) {}
 
+std::filesystem::path service_context::state_dir() const {
+  return config.state_dir.empty() ? e2ee::default_agent_state_dir() : config.state_dir;
+}
+
 agent_identity& service_context::identity() {
   if (identity_) return *identity_;
-  auto dir = config.state_dir.empty() ? e2ee::default_agent_state_dir() : config.state_dir;
+  auto dir = state_dir();
   tls::key_pair key;
   try {
     key = config.e2ee_cert.empty() ? e2ee::load_or_create_identity(dir)

@@ -46,6 +46,8 @@ class service_context {
   const agent_config& config;
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
+  // The agent's state directory: --state-dir, or the default one.
+  std::filesystem::path state_dir() const;
   // Loaded, or made in the state directory, on first use: the factories of the kinds that need
   // it ask (on one thread, before the agent runs). Throws config_error.
   agent_identity& identity();

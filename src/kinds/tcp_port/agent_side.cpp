@@ -1,4 +1,5 @@
-// A public TCP port: registration with the port it had, the public address, plain streams.
+// A public TCP port: registration with the port it had (kept across restarts in the state
+// directory), the public address, plain streams.
 #include "kinds/tcp_port/agent_side.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 #include "agent/local_stream.hpp"
 #include "core/address.hpp"
+#include "kinds/tcp_port/remembered_port.hpp"
 #include "link/stream.hpp"
 
 namespace burrow::kinds::tcp_port {
@@ -22,7 +24,15 @@ class agent_side final : public agent::service {
       : ctx_(ctx),
         config_(std::move(config)),
         target_{ctx.resolve_local(config_)},
-        assigned_port_(config_.remote_port) {}
+        assigned_port_(config_.remote_port) {
+    if (config_.remote_port != 0) return;
+    remembered_port_ = load_remembered_port(ctx_.state_dir(), config_.name);
+    if (remembered_port_ == 0) return;
+    assigned_port_ = remembered_port_;
+    spdlog::info("service {}: asking for port {} again, as it had before (kept in {})",
+                 config_.name, remembered_port_,
+                 remembered_port_file(ctx_.state_dir(), config_.name).string());
+  }
 
   const std::string& name() const override { return config_.name; }
 
@@ -34,6 +44,10 @@ class agent_side final : public agent::service {
     if (assigned_port_ == r.remote_port && public_address_ == r.public_address) return;
     assigned_port_ = r.remote_port;
     public_address_ = r.public_address;
+    if (config_.remote_port == 0 && r.remote_port != remembered_port_) {
+      remember_port(ctx_.state_dir(), config_.name, r.remote_port);
+      remembered_port_ = r.remote_port;
+    }
     std::string line =
         fmt::format("tcp {} is public at {}",
                     format_host_port(config_.local_host, config_.local_port), r.public_address);
@@ -43,12 +57,15 @@ class agent_side final : public agent::service {
   }
 
   std::optional<proto::service_spec> on_refused(const proto::service_result& r) override {
-    bool remembered = config_.remote_port == 0 && assigned_port_ != 0;
+    // Refused a port the user did not ask for: the one this agent had (before a reconnect or a
+    // restart) is gone. Take any port instead; every link hears this refusal, so each retries.
+    bool remembered = config_.remote_port == 0 && r.remote_port != 0;
     if (!remembered) return std::nullopt;
-    // The port this agent had is gone (taken while we were away): take any port instead.
-    spdlog::warn("service {}: port {} is no longer ours ({}); asking for another", config_.name,
-                 assigned_port_, r.message);
-    assigned_port_ = 0;
+    if (assigned_port_ == r.remote_port) {
+      spdlog::warn("service {}: port {} is no longer ours ({}); asking for another", config_.name,
+                   r.remote_port, r.message);
+      assigned_port_ = 0;
+    }
     return proto::service_spec{config_.name, config_.kind, 0};
   }
 
@@ -72,6 +89,8 @@ class agent_side final : public agent::service {
   // reconnect), and the address it is public at.
   std::uint16_t assigned_port_ = 0;
   std::string public_address_;
+  // An auto-assigned port, as the state directory holds it for the next start.
+  std::uint16_t remembered_port_ = 0;
 };
 
 }  // namespace
