@@ -25,13 +25,36 @@ namespace burrow::agent {
 
 namespace asio = boost::asio;
 
+namespace {
+
+// What to do about the relay's refusals, by their codes: ". Pick another --name", ...
+std::string refusal_hint(const std::vector<std::string>& codes) {
+  auto any = [&](std::initializer_list<std::string_view> of) {
+    return std::any_of(codes.begin(), codes.end(), [&](const std::string& c) {
+      return std::find(of.begin(), of.end(), c) != of.end();
+    });
+  };
+  if (any({"port_in_use", "port_reserved", "port_unavailable", "port_not_allowed"}))
+    return ". Pick another --remote-port, or leave it out to get any free port";
+  if (any({"name_in_use", "name_reserved", "bad_name"})) return ". Pick another --name";
+  if (any({"too_many_services"}))
+    return ". Stop another service of this token, or ask the relay's operator for a token with a "
+           "higher --max-services";
+  if (any({"not_allowed"}))
+    return ". Ask the relay's operator for a token that allows it (burrow relay token add)";
+  return "";
+}
+
+}  // namespace
+
 agent::agent(agent_config config)
     : config_(std::move(config)),
       session_(hex(sha256(random_token())).substr(0, 32)),
       tls_(tls::make_client_context({"burrow/1"},
                                     tls::trust_for_peer(config_.relay_pin, config_.relay_ca))),
       context_(config_, workers_, stopping_),
-      workers_(threads_for_links(config_.links)) {
+      workers_(threads_for_links(config_.links)),
+      hangup_(workers_.at(0), SIGHUP) {
   auto hp = parse_host_port(config_.relay, std::uint16_t{7835});
   relay_host_ = hp->host;
   relay_port_ = std::to_string(hp->port);
@@ -47,9 +70,20 @@ int agent::run() {
     spawn_logged(workers_.at(i % workers_.size()).get_executor(), link_slot(i),
                  "link " + std::to_string(i));
   spawn_logged(workers_.at(0).get_executor(), upkeep(), "service upkeep");
+  spawn_logged(workers_.at(0).get_executor(), ignore_hangups(), "SIGHUP");
   spawn_logged(workers_.at(0).get_executor(), trim_heap_periodically(stopping_), "heap trim");
   workers_.run([this] { spawn_logged(workers_.at(0).get_executor(), shutdown(), "shutdown"); });
   return exit_code_;
+}
+
+asio::awaitable<void> agent::ignore_hangups() {
+  while (!stopping_) {
+    auto [ec, sig] = co_await hangup_.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;
+    spdlog::warn(
+        "received SIGHUP; ignored: the agent does not reload its configuration, "
+        "restart it to apply changes (SIGINT or SIGTERM stop it)");
+  }
 }
 
 void agent::fatal(int code, const std::string& message) {
@@ -69,8 +103,30 @@ proto::register_services agent::registration() {
   std::lock_guard lock(context_.mutex);
   proto::register_services r;
   for (auto& e : services_)
-    if (auto spec = e.served->registration()) r.services.push_back(std::move(*spec));
+    if (!e.replaced)
+      if (auto spec = e.served->registration()) r.services.push_back(std::move(*spec));
   return r;
+}
+
+void agent::on_replaced(const proto::replaced& r) {
+  std::lock_guard lock(context_.mutex);
+  for (auto& name : r.names) {
+    service_entry* e = find(name);
+    if (!e || e->replaced) continue;
+    e->replaced = true;
+    spdlog::error(
+        "service {}: taken over by a newer agent with the same token (session {}); "
+        "this agent no longer serves it",
+        name, r.by);
+  }
+  bool all = std::all_of(services_.begin(), services_.end(),
+                         [](const service_entry& e) { return e.replaced; });
+  if (all)
+    asio::post(workers_.at(0).get_executor(), [this] {
+      fatal(exit_config,
+            "every service of this agent was taken over by a newer agent with the same token; "
+            "stopping (run one agent per service, or give each its own --name)");
+    });
 }
 
 asio::awaitable<link::dial_result> agent::connect_once(unsigned index) {
@@ -119,6 +175,8 @@ asio::awaitable<std::string> agent::serve_link(unsigned index, std::shared_ptr<l
       on_registered(*raw, *r);
     else if (auto* c = std::get_if<proto::certificate>(&m))
       on_certificate(*c);
+    else if (auto* taken = std::get_if<proto::replaced>(&m))
+      on_replaced(*taken);
     else if (auto* e = std::get_if<proto::link_error>(&m))
       spdlog::error("relay: {} ({})", e->message, e->code);
   };
@@ -137,7 +195,7 @@ void agent::on_open(link::link& l, std::shared_ptr<link::stream> s, proto::open_
   bool expired = false;
   if (found) {
     std::lock_guard lock(context_.mutex);
-    expired = found->served->expired();
+    expired = found->served->expired() || found->replaced;
   }
   if (!found || expired) {
     l.refuse(*s, proto::stream_status::no_service, "no such service on this agent");
@@ -159,6 +217,7 @@ void agent::on_open(link::link& l, std::shared_ptr<link::stream> s, proto::open_
 void agent::on_registered(link::link& l, const proto::registered& r) {
   std::lock_guard lock(context_.mutex);
   proto::register_services retry;
+  std::vector<std::string> refusal_codes;
   bool any_ok = false;
   for (auto& res : r.services) {
     service_entry* e = find(res.name);
@@ -174,19 +233,20 @@ void agent::on_registered(link::link& l, const proto::registered& r) {
       continue;
     }
     if (!e->refusal_logged) {
-      spdlog::error("the relay refused service {} (remote port {}): {} ({})", res.name,
-                    res.remote_port, res.message, res.code);
+      spdlog::error("the relay refused service {}{}: {} ({})", res.name,
+                    res.remote_port ? " (remote port " + std::to_string(res.remote_port) + ")"
+                                    : std::string(),
+                    res.message, res.code);
       e->refusal_logged = true;
     }
+    refusal_codes.push_back(res.code);
   }
   if (!retry.services.empty()) l.send_control(retry);
   if (any_ok) ever_registered_ = true;
   bool all_refused = !any_ok && retry.services.empty() && r.services.size() == services_.size();
   if (all_refused && !ever_registered_) {
-    asio::post(workers_.at(0).get_executor(), [this] {
-      fatal(exit_config,
-            "the relay refused every service; nothing to do. Pick another "
-            "--remote-port, or leave it out to get any free port");
+    asio::post(workers_.at(0).get_executor(), [this, hint = refusal_hint(refusal_codes)] {
+      fatal(exit_config, "the relay refused every service; nothing to do" + hint);
     });
   }
 }
@@ -204,7 +264,7 @@ asio::awaitable<void> agent::upkeep() {
     std::lock_guard lock(context_.mutex);
     auto now = std::chrono::steady_clock::now();
     for (auto& e : services_) {
-      if (e.served->expired()) continue;
+      if (e.served->expired() || e.replaced) continue;
       e.served->upkeep(now);
       if (e.served->expired()) release(*e.served);
     }

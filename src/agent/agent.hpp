@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
 #include <string>
@@ -39,6 +40,8 @@ class agent {
   struct service_entry {
     std::unique_ptr<service> served;
     bool refusal_logged = false;  // guarded by the context's mutex
+    // A newer agent with the same token took it over: neither served nor claimed again.
+    bool replaced = false;  // guarded by the context's mutex
   };
 
   boost::asio::awaitable<void> link_slot(unsigned index);
@@ -48,8 +51,10 @@ class agent {
   void on_open(link::link& l, std::shared_ptr<link::stream> s, proto::open_metadata meta);
   void on_registered(link::link& l, const proto::registered& r);
   void on_certificate(const proto::certificate& c);
+  void on_replaced(const proto::replaced& r);
   // Every second: each service's upkeep; the names of services that expired are released.
   boost::asio::awaitable<void> upkeep();
+  boost::asio::awaitable<void> ignore_hangups();
   void release(const service& s);
   service_entry* find(std::string_view name);
   proto::register_services registration();
@@ -68,6 +73,9 @@ class agent {
   // Last, so that it goes first: coroutines left on its threads are destroyed while the services
   // and the context they use still exist.
   workers workers_;
+  // Installed at construction, so that a SIGHUP (a closed terminal, a reload habit) never kills
+  // the agent; it is logged and ignored, since the agent does not reload its configuration.
+  boost::asio::signal_set hangup_;
 };
 
 }  // namespace burrow::agent

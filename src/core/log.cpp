@@ -3,6 +3,7 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <algorithm>
 #include <ctime>
 #include <iterator>
 #include <utility>
@@ -126,8 +127,39 @@ std::optional<log_format> parse_log_format(std::string_view text) {
   return std::nullopt;
 }
 
+std::string redact_tokens(std::string_view text) {
+  constexpr std::string_view prefix = "brw_";
+  constexpr std::size_t min_body = 16;
+  auto base64url = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
+  };
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto at = text.find(prefix, i);
+    if (at == std::string_view::npos) break;
+    std::size_t end = at + prefix.size();
+    while (end < text.size() && base64url(text[end])) ++end;
+    out.append(text.substr(i, at - i));
+    if (end - at - prefix.size() >= min_body)
+      out.append("brw_[redacted]");
+    else
+      out.append(text.substr(at, end - at));
+    i = end;
+  }
+  out.append(text.substr(std::min(i, text.size())));
+  return out;
+}
+
 void log_formatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
-  const std::string_view payload(msg.payload.data(), msg.payload.size());
+  std::string_view payload(msg.payload.data(), msg.payload.size());
+  std::string redacted;
+  if (payload.find("brw_") != std::string_view::npos) {
+    redacted = redact_tokens(payload);
+    payload = redacted;
+  }
   if (format_ == log_format::json) {
     append(dest, "{\"ts\":\"");
     append_timestamp(dest, msg.time);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace burrow {
@@ -30,6 +31,10 @@ class log_formatter final : public spdlog::formatter {
  private:
   log_format format_;
 };
+
+// `text` with every token-shaped word ("brw_" and 16 or more base64url characters after it)
+// shown as "brw_[redacted]": a token passed to the wrong flag never reaches a log or an error.
+std::string redact_tokens(std::string_view text);
 
 // Replaces the default spdlog logger with a thread-safe stderr logger; flushes on warn and above.
 void init_logging(log_format format, spdlog::level::level_enum level);

@@ -72,12 +72,14 @@ asio::awaitable<dial_result> dial_relay(dial_options o, asio::ssl::context& ctx,
   if (!shaken || *shaken) {
     if (outcome.pin_mismatch) {
       out.failure = dial_failure::relay_identity;
-      out.error = "the relay at " + o.relay + " presented certificate " + outcome.seen_fingerprint +
-                  " but --relay-pin expects " + o.relay_pin +
-                  ". If the relay's certificate changed on purpose (a new state directory), use "
-                  "--relay-pin " +
-                  outcome.seen_fingerprint +
-                  "; otherwise something between you and the relay is intercepting the connection";
+      // Never offer the presented fingerprint as the fix: that is what an interceptor wants.
+      out.error =
+          "the relay at " + o.relay + " presented certificate " + outcome.seen_fingerprint +
+          " but --relay-pin expects " + o.relay_pin +
+          ". Check on the relay's own machine: `burrow relay` prints \"relay fingerprint:\" "
+          "at start. If that line shows the presented certificate, the relay's state "
+          "changed and --relay-pin must take the new fingerprint; if it shows the pinned "
+          "one, something between you and the relay is intercepting the connection";
     } else if (!outcome.chain_error.empty()) {
       out.failure = dial_failure::relay_identity;
       out.error = "cannot verify the relay's certificate: " + outcome.chain_error +

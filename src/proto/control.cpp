@@ -223,6 +223,11 @@ std::string encode_control(const control_message& m) {
             for (auto& n : u.names) a.push_back(json::string(n));
             return json::object{{"type", "unregister"}, {"names", a}};
           },
+          [](const replaced& r) {
+            json::array a;
+            for (auto& n : r.names) a.push_back(json::string(n));
+            return json::object{{"type", "replaced"}, {"names", a}, {"by", r.by}};
+          },
       },
       m);
   return json::serialize(o);
@@ -337,6 +342,11 @@ control_decode decode_control(std::string_view text) {
     unregister u;
     r.strings("names", u.names);
     if (r.ok) out.message = std::move(u);
+  } else if (type == "replaced") {
+    replaced m;
+    r.strings("names", m.names);
+    r.str("by", m.by);
+    if (r.ok) out.message = std::move(m);
   } else if (type == "error") {
     link_error e;
     r.str("code", e.code);

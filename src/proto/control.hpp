@@ -140,8 +140,15 @@ struct unregister {
   std::vector<std::string> names;
 };
 
+// Relay to agent: a newer agent process with the same token took these services over; this one
+// no longer serves them and must not claim them again.
+struct replaced {
+  std::vector<std::string> names;
+  std::string by;  // the first 8 hex digits of the newer agent's session, for logs
+};
+
 using control_message = std::variant<hello, welcome, register_services, registered, link_error,
-                                     cert_request, certificate, unregister>;
+                                     cert_request, certificate, unregister, replaced>;
 
 std::string encode_control(const control_message& m);
 

@@ -31,11 +31,17 @@ std::optional<proto::service_result> check_scope(claim_context& c, const proto::
     const auto& id = c.grant.id();
     bool again = by_name ? c.names.held_by(spec.name, id) : c.ports.holds(c.owner, spec);
     std::size_t held = c.ports.count(id) + c.names.count(id);
-    if (!again && held >= scope->max_services)
-      return proto::refused(spec, "too_many_services",
-                            "this agent's token may hold at most " +
-                                std::to_string(scope->max_services) + " services and holds " +
-                                std::to_string(held));
+    if (!again && held >= scope->max_services) {
+      std::size_t waiting = c.ports.count_in_grace(id) + c.names.count_in_grace(id);
+      return proto::refused(
+          spec, "too_many_services",
+          "this agent's token may hold at most " + std::to_string(scope->max_services) +
+              " services and holds " + std::to_string(held) +
+              (waiting == 0 ? std::string()
+                            : " (" + std::to_string(waiting) +
+                                  " of them kept for agents that left, until the relay's --grace "
+                                  "period ends or those agents come back)"));
+    }
   }
   return std::nullopt;
 }

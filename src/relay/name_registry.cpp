@@ -3,8 +3,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "core/secret.hpp"
 #include "link/link.hpp"
+#include "relay/replaced_notice.hpp"
 
 namespace burrow::relay {
 
@@ -32,6 +35,7 @@ proto::service_result name_registry::claim(const owner_id& owner, const proto::s
     // The same token from a new agent process: the newest wins, as for ports.
     spdlog::warn("service {}: agent session {} replaces session {} (same token {})", spec.name,
                  owner.session.substr(0, 8), e.owner.session.substr(0, 8), owner.token_id);
+    tell_replaced(e.links, spec.name, owner.session);
     e.links.clear();
   }
   e.owner = owner;
@@ -146,6 +150,13 @@ std::size_t name_registry::expire(std::chrono::steady_clock::time_point now) {
     if (done) spdlog::info("service {}: name released after its grace period", kv.first);
     return done;
   });
+}
+
+std::size_t name_registry::count_in_grace(std::string_view token_id) {
+  std::lock_guard lock(mutex_);
+  return static_cast<std::size_t>(std::count_if(names_.begin(), names_.end(), [&](const auto& kv) {
+    return kv.second.owner.token_id == token_id && kv.second.links.empty();
+  }));
 }
 
 std::size_t name_registry::count(std::string_view token_id) {

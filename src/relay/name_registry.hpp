@@ -58,6 +58,8 @@ class name_registry {
 
   // Names held by a token, in grace or not.
   std::size_t count(std::string_view token_id);
+  // Of those, how many are in grace: their agent left, and they wait for it to come back.
+  std::size_t count_in_grace(std::string_view token_id);
   // True if the token already holds `name`, so claiming it again adds no service.
   bool held_by(std::string_view name, std::string_view token_id);
   // Releases at once, without grace, every name for which `drop(name, owner)` is true; returns

@@ -7,6 +7,7 @@
 
 #include "link/link.hpp"
 #include "relay/public_port.hpp"
+#include "relay/replaced_notice.hpp"
 
 namespace burrow::relay {
 
@@ -89,6 +90,7 @@ proto::service_result port_registry::claim(const owner_id& owner, const proto::s
         // restarted never waits for its old, perhaps half-open, links to time out.
         spdlog::warn("port {}: agent session {} replaces session {} (same token {})", port,
                      owner.session.substr(0, 8), e.owner.session.substr(0, 8), owner.token_id);
+        tell_replaced(e.links, e.service, owner.session);
         e.owner = owner;
         e.links.clear();
       }
@@ -219,6 +221,13 @@ void port_registry::for_each_listener(const std::function<void(public_port&)>& f
   std::lock_guard lock(mutex_);
   for (auto& [p, e] : ports_)
     if (e.listener) fn(*e.listener);
+}
+
+std::size_t port_registry::count_in_grace(std::string_view token_id) {
+  std::lock_guard lock(mutex_);
+  return static_cast<std::size_t>(std::count_if(ports_.begin(), ports_.end(), [&](const auto& kv) {
+    return kv.second.owner.token_id == token_id && !kv.second.listener;
+  }));
 }
 
 std::size_t port_registry::count(std::string_view token_id) {

@@ -62,6 +62,8 @@ class port_registry {
 
   // Ports held by a token, in grace or not.
   std::size_t count(std::string_view token_id);
+  // Of those, how many are in grace: their agent left, and they wait for it to come back.
+  std::size_t count_in_grace(std::string_view token_id);
   // True if `owner`'s token already holds what `spec` asks for, so claiming it again adds no
   // service: the same port, or (any port) the same service of the same agent.
   bool holds(const owner_id& owner, const proto::service_spec& spec);

@@ -11,6 +11,7 @@
 
 #include "core/acceptor.hpp"
 #include "core/deadline.hpp"
+#include "core/error_text.hpp"
 #include "core/heap.hpp"
 #include "core/run_on.hpp"
 #include "core/secret.hpp"
@@ -83,7 +84,7 @@ relay::relay(relay_config config, relay_state state)
               counters_[static_cast<std::size_t>(listener::port)].accept_errors);
         } catch (const std::exception& e) {
           error = "cannot listen on port " + std::to_string(port) + " for service " +
-                  std::string(service) + ": " + e.what();
+                  std::string(service) + ": " + error_text(e);
           return nullptr;
         }
       });

@@ -1,4 +1,5 @@
-// Logging: the text and JSON line formats, init_logging's stderr logger, and log_limiter.
+// Logging: the text and JSON line formats, token redaction, init_logging's stderr logger, and
+// log_limiter.
 #include "core/log.hpp"
 
 #include <gtest/gtest.h>
@@ -130,6 +131,22 @@ TEST(Log, InitLoggingWritesJsonToStderrAndFlushesOnWarn) {
   EXPECT_EQ(v.as_object().at("level").as_string(), "warn");
   EXPECT_TRUE(std::regex_match(std::string(v.as_object().at("ts").as_string()),
                                std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+}
+
+TEST(Log, TokensAreRedactedInEveryFormat) {
+  const std::string token = "brw_Zm9vYmFyYmF6cXV4cXV1eHF1dXpxdXV4cXV1eHF1dXg";
+  EXPECT_EQ(redact_tokens("relay " + token + ":7835 not found"),
+            "relay brw_[redacted]:7835 not found");
+  EXPECT_EQ(redact_tokens(token + "," + token), "brw_[redacted],brw_[redacted]");
+  // Too short to be a token, or no token at all: left as it is.
+  EXPECT_EQ(redact_tokens("brw_short and brw_"), "brw_short and brw_");
+  EXPECT_EQ(redact_tokens("nothing here"), "nothing here");
+  EXPECT_EQ(redact_tokens(""), "");
+  for (auto f : {log_format::text, log_format::json}) {
+    auto line = render(f, spdlog::level::err, "cannot resolve " + token);
+    EXPECT_EQ(line.find(token), std::string::npos) << line;
+    EXPECT_NE(line.find("cannot resolve brw_[redacted]"), std::string::npos) << line;
+  }
 }
 
 TEST(Log, LimiterAllowsOneLinePerWindowAndCountsTheRest) {

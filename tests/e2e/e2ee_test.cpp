@@ -29,18 +29,24 @@ TEST_F(tunnel_test, EndToEndEchoWithHalfClose) {
   auto relay = start_relay();
   auto agent = start_e2ee_agent(relay, echo.port());
   ASSERT_FALSE(agent.service.empty());
-  // The printed visitor command is complete: relay, both pins and a listen address.
-  auto cmd =
-      agent.proc->wait_for_line(std::regex(R"(visitors run: burrow connect (\S+) --relay )"
-                                           R"(127\.0\.0\.1:\d+ --relay-pin sha256:[0-9a-f]+ )"
-                                           R"(--pin (sha256:[0-9a-f]{64}) --listen )"),
-                                5s);
+  // The printed visitor command is complete (relay, both pins, a listen address that cannot
+  // clash) and works as printed, on the agent's own host too.
+  auto cmd = agent.proc->wait_for_line(
+      std::regex(R"(visitors run: burrow connect (\S+) --relay (127\.0\.0\.1:\d+) --relay-pin )"
+                 R"((sha256:[0-9a-f]+) --pin (sha256:[0-9a-f]{64}) --listen 127\.0\.0\.1:0$)"),
+      5s);
   ASSERT_TRUE(cmd) << agent.proc->output();
   EXPECT_EQ(cmd->groups[1], agent.service);
-  EXPECT_EQ(cmd->groups[2], agent.pin);
-  auto visitor = start_connect(relay, agent);
-  ASSERT_NE(visitor.port, 0);
-  EXPECT_EQ(exchange(visitor.port, "hello end to end"), "hello end to end");
+  EXPECT_EQ(cmd->groups[4], agent.pin);
+  auto visitor =
+      child_process::start("connect", {BURROW_BINARY, "connect", cmd->groups[1], "--relay",
+                                       cmd->groups[2], "--relay-pin", cmd->groups[3], "--pin",
+                                       cmd->groups[4], "--listen", "127.0.0.1:0"});
+  ASSERT_TRUE(visitor);
+  auto listening = visitor->wait_for_line(std::regex(R"(listening on 127\.0\.0\.1:(\d+))"), 10s);
+  ASSERT_TRUE(listening) << visitor->output();
+  auto port = static_cast<std::uint16_t>(std::stoi(listening->groups[1]));
+  EXPECT_EQ(exchange(port, "hello end to end"), "hello end to end");
   // No public port was opened for it.
   EXPECT_EQ(agent.proc->output().find("is public at"), std::string::npos);
 }

@@ -1,11 +1,13 @@
 // What happens when parts go away: relay restarts, agent deaths, a dead local service, graceful
-// shutdown, and the agent's own errors (wrong token, wrong pin, refused port).
+// shutdown, SIGHUP, a replaced agent, and the agent's own errors (wrong token, wrong pin, refused
+// port).
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "e2e/tunnel_fixture.hpp"
@@ -70,6 +72,22 @@ TEST_F(tunnel_test, AgentKilledVisitorsAreRefusedPromptly) {
   EXPECT_EQ(refused_promptly(agent.public_port, 1s), "");
 }
 
+TEST_F(tunnel_test, SighupIsLoggedAndIgnoredByTheAgent) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto agent = start_agent(relay, echo.port());
+  ASSERT_NE(agent.public_port, 0);
+  agent.proc->signal(SIGHUP);
+  EXPECT_TRUE(agent.proc->wait_for_line(std::regex("received SIGHUP; ignored"), 10s))
+      << agent.proc->output();
+  agent.proc->signal(SIGHUP);
+  EXPECT_FALSE(agent.proc->wait_exit(500ms).has_value()) << agent.proc->output();
+  EXPECT_EQ(exchange(agent.public_port, "still here"), "still here");
+  // SIGTERM still stops it, cleanly.
+  agent.proc->signal(SIGTERM);
+  EXPECT_EQ(agent.proc->wait_exit(15s), 0) << agent.proc->output();
+}
+
 TEST_F(tunnel_test, ReservedPortIsReclaimedByANewAgentWithTheSameToken) {
   tcp_server echo(server_mode::echo);
   auto relay = start_relay();
@@ -81,6 +99,62 @@ TEST_F(tunnel_test, ReservedPortIsReclaimedByANewAgentWithTheSameToken) {
       start_agent(relay, echo.port(), {"--remote-port", std::to_string(first.public_port)});
   EXPECT_EQ(second.public_port, first.public_port);
   EXPECT_EQ(exchange(second.public_port, "again"), "again");
+}
+
+TEST_F(tunnel_test, ARestartedAgentGetsItsAutoAssignedPortBack) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  auto first = start_agent(relay, echo.port());
+  ASSERT_NE(first.public_port, 0);
+  first.proc->signal(SIGTERM);
+  ASSERT_EQ(first.proc->wait_exit(15s), 0) << first.proc->output();
+  // No --remote-port: the port comes from the agent's state directory.
+  auto second = start_agent(relay, echo.port());
+  EXPECT_EQ(second.public_port, first.public_port) << second.proc->output();
+  EXPECT_TRUE(second.proc->wait_for_line(
+      std::regex("asking for port " + std::to_string(first.public_port) + " again"), 1s));
+  EXPECT_EQ(exchange(second.public_port, "again"), "again");
+  second.proc->signal(SIGTERM);
+  ASSERT_EQ(second.proc->wait_exit(15s), 0) << second.proc->output();
+
+  // A remembered port the relay no longer gives (here one below 1024): any other port instead.
+  auto file = dir_ / "agent" / ("public-port.tcp-" + std::to_string(echo.port()));
+  ASSERT_EQ(read_text_file(file), std::to_string(first.public_port));
+  std::ofstream(file) << "80\n";
+  auto third = start_agent(relay, echo.port());
+  ASSERT_NE(third.public_port, 0) << third.proc->output();
+  EXPECT_NE(third.public_port, 80);
+  EXPECT_TRUE(third.proc->wait_for_line(std::regex("port 80 is no longer ours"), 1s))
+      << third.proc->output();
+  EXPECT_EQ(exchange(third.public_port, "elsewhere"), "elsewhere");
+  EXPECT_EQ(read_text_file(file), std::to_string(third.public_port));
+}
+
+TEST_F(tunnel_test, AReplacedAgentIsToldAndStops) {
+  tcp_server echo(server_mode::echo);
+  auto relay = start_relay();
+  // A public port: the second agent asks for the port the first remembered.
+  auto old_port = start_agent(relay, echo.port());
+  ASSERT_NE(old_port.public_port, 0);
+  auto new_port = start_agent(relay, echo.port());
+  EXPECT_EQ(new_port.public_port, old_port.public_port);
+  EXPECT_EQ(old_port.proc->wait_exit(10s), 1) << old_port.proc->output();
+  EXPECT_NE(old_port.proc->output().find("taken over by a newer agent with the same token"),
+            std::string::npos)
+      << old_port.proc->output();
+  EXPECT_EQ(exchange(new_port.public_port, "newest"), "newest");
+
+  // An end-to-end name, the same way; an agent still holding another service keeps running.
+  auto old_name = start_e2ee_agent(relay, echo.port(), {"--name", "shared-name"});
+  ASSERT_EQ(old_name.service, "shared-name");
+  auto new_name = start_e2ee_agent(relay, echo.port(), {"--name", "shared-name"});
+  ASSERT_EQ(new_name.service, "shared-name");
+  EXPECT_EQ(old_name.proc->wait_exit(10s), 1) << old_name.proc->output();
+  EXPECT_TRUE(new_name.proc->running());
+  EXPECT_TRUE(new_port.proc->running());
+  auto visitor = start_connect(relay, new_name);
+  ASSERT_NE(visitor.port, 0);
+  EXPECT_EQ(exchange(visitor.port, "still newest"), "still newest");
 }
 
 TEST_F(tunnel_test, GracePeriodEndsAndThePortIsReleased) {
@@ -134,6 +208,40 @@ TEST_F(tunnel_test, WrongPinStopsTheAgentAndShowsBothFingerprints) {
   auto out = agent->output();
   EXPECT_NE(out.find(bogus), std::string::npos) << out;
   EXPECT_NE(out.find(relay.fingerprint), std::string::npos) << out;
+  // It says how to check the relay, and never offers the presented certificate as the fix.
+  EXPECT_NE(out.find("Check on the relay's own machine"), std::string::npos) << out;
+  EXPECT_EQ(out.find("--relay-pin " + relay.fingerprint), std::string::npos) << out;
+}
+
+TEST_F(tunnel_test, PortTakenOnTheRelayHostIsRefusedInOneLine) {
+  tcp_server squatter(server_mode::echo);  // holds the port on 127.0.0.1, the relay's public bind
+  auto relay = start_relay();
+  auto agent = spawn_agent(relay, "1", {"--remote-port", std::to_string(squatter.port())});
+  auto code = agent->wait_exit(10s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 1);
+  auto out = agent->output();
+  EXPECT_NE(out.find("cannot listen on port " + std::to_string(squatter.port()) +
+                     " for service tcp-1: Address already in use (port_unavailable)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("[system:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("/usr/include"), std::string::npos) << out;
+  EXPECT_NE(out.find("Pick another --remote-port"), std::string::npos) << out;
+}
+
+TEST_F(tunnel_test, ATokenGivenToTheWrongFlagIsNeverLogged) {
+  auto relay = start_relay();
+  // The token where the relay's address goes: every retry fails to resolve it.
+  auto agent = child_process::start(
+      "agent", {BURROW_BINARY, "tcp", "1", "--no-e2ee", "--relay", relay.token, "--relay-pin",
+                relay.fingerprint, "--token", relay.token, "--backoff-max", "100ms", "--state-dir",
+                (dir_ / "agent").string()});
+  ASSERT_TRUE(agent);
+  EXPECT_TRUE(agent->wait_for_line(std::regex("brw_\\[redacted\\]"), 10s)) << agent->output();
+  agent->signal(SIGTERM);
+  agent->wait_exit(10s);
+  EXPECT_EQ(agent->output().find(relay.token), std::string::npos) << agent->output();
 }
 
 TEST_F(tunnel_test, RelayVerifiedByItsCaInsteadOfAPin) {

@@ -63,7 +63,7 @@ class token_test : public tunnel_test {
   // Waits for the agent to report a refusal with `code` for `service`.
   static bool refused(child_process& agent, const std::string& service, const std::string& code) {
     return agent
-        .wait_for_line(std::regex("refused service " + service + " .*\\(" + code + "\\)"), 10s)
+        .wait_for_line(std::regex("refused service " + service + "[: ].*\\(" + code + "\\)"), 10s)
         .has_value();
   }
 };
@@ -132,6 +132,11 @@ TEST_F(token_test, AnotherTokenCannotClaimOrTakeOverNamesAndPorts) {
   auto b_port = spawn_agent(relay, std::to_string(echo.port()),
                             with_token(b, {"--remote-port", std::to_string(port), "--name", "p"}));
   EXPECT_TRUE(refused(*b_port, "p", "port_in_use")) << b_port->output();
+  // Each refusal says what to change, and only that.
+  EXPECT_TRUE(b_name->wait_for_line(std::regex("nothing to do. Pick another --name$"), 10s))
+      << b_name->output();
+  EXPECT_TRUE(b_port->wait_for_line(std::regex("nothing to do. Pick another --remote-port"), 10s))
+      << b_port->output();
   b_name.reset();
   b_port.reset();
 
@@ -163,6 +168,16 @@ TEST_F(token_test, MaxServicesCountsAcrossAgents) {
   auto three =
       spawn_e2ee_agent(relay, std::to_string(echo.port()), with_token(t, {"--name", "three"}));
   EXPECT_TRUE(refused(*three, "three", "too_many_services")) << three->output();
+  EXPECT_TRUE(three->wait_for_line(std::regex("higher --max-services"), 10s)) << three->output();
+  // A service whose agent left still counts while its grace runs, and the refusal says so.
+  two.proc->signal(SIGKILL);
+  ASSERT_TRUE(relay.proc->wait_for_line(std::regex(": agent gone"), 15s)) << relay.proc->output();
+  auto four =
+      spawn_e2ee_agent(relay, std::to_string(echo.port()), with_token(t, {"--name", "four"}));
+  EXPECT_TRUE(four->wait_for_line(
+      std::regex("holds 2 \\(1 of them kept for agents that left.*--grace.*too_many_services"),
+      10s))
+      << four->output();
   // The built-in token is not limited by another token's count.
   auto mine = start_e2ee_agent(relay, echo.port(), {"--name", "three"});
   EXPECT_EQ(mine.service, "three");

@@ -74,6 +74,11 @@ TEST(Control, ShareUrlMessagesRoundTrip) {
   auto gone = round_trip(unregister{{"web", "api"}});
   EXPECT_EQ(gone.names, (std::vector<std::string>{"web", "api"}));
   EXPECT_FALSE(decode_control("{\"type\":\"unregister\",\"names\":[1]}").message);
+  auto taken = round_trip(replaced{{"web", "tcp-22"}, "3f1a9c0b"});
+  EXPECT_EQ(taken.names, (std::vector<std::string>{"web", "tcp-22"}));
+  EXPECT_EQ(taken.by, "3f1a9c0b");
+  EXPECT_FALSE(decode_control("{\"type\":\"replaced\",\"names\":\"web\"}").message);
+  EXPECT_FALSE(decode_control("{\"type\":\"replaced\",\"names\":[],\"by\":1}").message);
   EXPECT_FALSE(decode_control("{\"type\":\"cert_request\",\"csr\":7}").message);
 
   service_spec inspected{"insp", tunnel_kind::share_inspect, 0};

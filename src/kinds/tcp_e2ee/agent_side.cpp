@@ -87,12 +87,11 @@ asio::awaitable<void> agent_side::serve(std::shared_ptr<link::link> l,
 void agent_side::announce() const {
   const auto& c = config_;
   const auto& fingerprint = identity_.fingerprint;
-  std::uint16_t suggested =
-      c.local_port >= 1024 ? c.local_port : static_cast<std::uint16_t>(10000 + c.local_port);
+  // Port 0: connect picks a free port and prints it. The service's own port would clash on
+  // this host, and any other fixed guess may be taken where the visitor runs it.
   std::string command = fmt::format(
-      "burrow connect {} --relay {}{} --pin {} --listen 127.0.0.1:{}", c.name, ctx_.config.relay,
-      ctx_.config.relay_pin.empty() ? "" : " --relay-pin " + ctx_.config.relay_pin, fingerprint,
-      suggested);
+      "burrow connect {} --relay {}{} --pin {} --listen 127.0.0.1:0", c.name, ctx_.config.relay,
+      ctx_.config.relay_pin.empty() ? "" : " --relay-pin " + ctx_.config.relay_pin, fingerprint);
   if (!c.visitor_token.empty()) command += " --visitor-token \"$BURROW_VISITOR_TOKEN\"";
   std::string line = fmt::format("tcp {} is reachable end to end as {} (certificate {})",
                                  format_host_port(c.local_host, c.local_port), c.name, fingerprint);
