@@ -27,6 +27,32 @@ const std::vector<std::string>& service_setting_keys() {
   return keys;
 }
 
+const std::vector<std::pair<std::string, std::string>>& service_key_help() {
+  static const std::vector<std::pair<std::string, std::string>> help{
+      {"name", "the service's name (tcp: default tcp-PORT; http: the share URL's NAME)"},
+      {"local", "the local service: PORT or HOST:PORT (required)"},
+      {"remote-port", "with e2ee = false: the public port to claim (default: any free port)"},
+      {"proxy-protocol", "send a PROXY protocol header to the service: v1 or v2"},
+      {"e2ee", "tcp: true (default) for `burrow connect` end to end, false for a public port"},
+      {"visitor-token", "end to end: a token visitors must present"},
+      {"kind", "tcp (default) or http (a share URL)"},
+      {"mode", "http: blind (default), inspect or passthrough"},
+      {"cert", "http blind: your own certificate (PEM), with key"},
+      {"key", "the private key of cert (PEM)"},
+      {"plain-http", "http blind: also serve http://NAME.DOMAIN in the clear (true or false)"},
+      {"basic-auth", "http: USER:PASSWORD or USER:HASH visitors must log in with; a list"},
+      {"bearer", "http: tokens visitors must send as Authorization: Bearer; a list"},
+      {"require-header", "http: 'Name: value' headers visitors must send; a list"},
+      {"allow-ip", "http: networks (CIDR) visitors must come from; a list"},
+      {"idle-expiry", "http: release the name after this long without a request"},
+      {"expire-in", "http: release the name this long after start"},
+      {"acme", "http blind: the ACME directory URL to get the certificate from"},
+      {"acme-ca", "PEM file of CAs to trust for the ACME server's HTTPS"},
+      {"acme-email", "contact for the ACME account"},
+  };
+  return help;
+}
+
 namespace {
 
 bool parse_switch(const std::string& v, std::string_view where, const char* key) {

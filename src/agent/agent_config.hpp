@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/settings.hpp"
@@ -66,6 +67,9 @@ struct agent_config {
 // Names of the agent's settings, as flags, BURROW_* variables and config keys.
 const std::vector<std::string>& agent_setting_keys();
 const std::vector<std::string>& service_setting_keys();
+// Each service key with a line of help, in the order of service_setting_keys() (`burrow up
+// --help` prints them).
+const std::vector<std::pair<std::string, std::string>>& service_key_help();
 
 // A service from its settings (name, local, remote-port, proxy-protocol, e2ee, visitor-token);
 // throws config_error.

@@ -2,16 +2,22 @@
 // variables and the config file, and hands a validated configuration to the library.
 #include "cli/commands.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "agent/agent_config.hpp"
 #include "cli/options.hpp"
 #include "connect/connect_config.hpp"
 #include "core/config_file.hpp"
+#include "core/error_text.hpp"
+#include "core/log.hpp"
 #include "relay/relay_settings.hpp"
 
 namespace burrow::cli {
@@ -31,10 +37,43 @@ void add_agent_options(option_set& o, CLI::App& app) {
   add_log_options(o, app);
 }
 
+// `burrow up --help`: what a [[service]] table may hold.
+std::string service_keys_footer() {
+  std::string out = "Each [[service]] table of the file takes (dashes or underscores):";
+  for (auto& [key, help] : agent::service_key_help()) out += fmt::format("\n  {:<16}{}", key, help);
+  return out;
+}
+
+// CLI11 answers a mistyped command word with "A subcommand is required". The word is left over
+// in the deepest command given (or, through fallthrough, in one of its parents): name it, and
+// the commands that would have been understood there.
+std::optional<std::string> unknown_command(CLI::App& app) {
+  std::vector<CLI::App*> chain{&app};
+  while (true) {
+    auto given = chain.back()->get_subcommands();
+    if (given.empty()) break;
+    chain.push_back(given.front());
+  }
+  auto* deepest = chain.back();
+  if (deepest->get_require_subcommand_min() == 0) return std::nullopt;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    for (auto& word : (*it)->remaining()) {
+      if (word.empty() || word.front() == '-') continue;
+      std::string path, known;
+      for (auto* a : chain) path += (path.empty() ? "" : " ") + a->get_name();
+      for (auto* sub : deepest->get_subcommands([](CLI::App*) { return true; }))
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+      return "unknown command '" + word + "' for '" + path + "' (commands: " + known + ")";
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
-  CLI::App app{"Burrow: expose a service behind NAT through a relay, without opening a port."};
+  CLI::App app{"Burrow: expose a service behind NAT through a relay, without opening a port.",
+               "burrow"};
   app.set_version_flag("--version", std::string("burrow ") + BURROW_VERSION);
   app.require_subcommand(1);
 
@@ -45,12 +84,25 @@ int run(int argc, char** argv) {
   relay_cmd->add_option("-c,--config", relay_file, "TOML config file (flags and BURROW_* win)");
   add_relay_options(relay_opts, *relay_cmd);
   add_log_options(relay_opts, *relay_cmd);
+  relay_cmd->footer(settings_footer("state-dir"));
+  // `ca` and `token` read the relay's state: its --state-dir and -c are theirs too, shown in
+  // their own --help.
+  std::string relay_state_dir;
+  auto add_relay_state_options = [&](CLI::App* cmd) {
+    cmd->fallthrough();  // the rest of `relay`'s options are taken as well
+    cmd->add_option("--state-dir", relay_state_dir,
+                    "the relay's state directory, as `burrow relay` printed it (default "
+                    "$XDG_STATE_HOME/burrow/relay)")
+        ->type_name("DIR");
+    cmd->add_option("-c,--config", relay_file, "the relay's TOML config file (for its state-dir)")
+        ->type_name("FILE");
+  };
   auto* relay_ca_cmd = relay_cmd->add_subcommand(
-      "ca", "Print the relay's CA certificate (PEM), for visitors to trust");
-  relay_ca_cmd->fallthrough();  // --state-dir and the rest belong to `relay`
+      "ca", "Print the CA certificate (PEM) of an existing relay state, for visitors to trust");
+  add_relay_state_options(relay_ca_cmd);
   auto* token_cmd = relay_cmd->add_subcommand(
       "token", "Manage scoped agent tokens (the relay's tokens file; see docs/security.md)");
-  token_cmd->fallthrough();
+  add_relay_state_options(token_cmd);
   token_cmd->require_subcommand(1);
   token_add_request token_add;
   auto* token_add_cmd = token_cmd->add_subcommand(
@@ -85,6 +137,7 @@ int run(int argc, char** argv) {
   tcp_cmd->add_option("local", tcp_local, "the local service: PORT or HOST:PORT")->required();
   tcp_cmd->add_option("-c,--config", tcp_file, "TOML config file (flags and BURROW_* win)");
   add_agent_options(tcp_opts, *tcp_cmd);
+  tcp_cmd->footer(settings_footer("token"));
   bool no_e2ee = false;
   tcp_cmd->add_flag("--no-e2ee", no_e2ee,
                     "a plain public port on the relay instead of end-to-end encryption through "
@@ -106,6 +159,7 @@ int run(int argc, char** argv) {
   http_cmd->add_option("local", http_local, "the local service: PORT or HOST:PORT")->required();
   http_cmd->add_option("-c,--config", http_file, "TOML config file (flags and BURROW_* win)");
   add_agent_options(http_opts, *http_cmd);
+  http_cmd->footer(settings_footer("token"));
   http_opts.add(*http_cmd, "name",
                 "the share URL's name: https://NAME.DOMAIN (default http-PORT plus the agent's "
                 "key id)");
@@ -150,6 +204,7 @@ int run(int argc, char** argv) {
   up_cmd->add_option("-c,--config", up_file, "TOML config file with [[service]] tables")
       ->required();
   add_agent_options(up_opts, *up_cmd);
+  up_cmd->footer(service_keys_footer() + "\n\n" + settings_footer("token"));
 
   // burrow connect SERVICE
   option_set connect_opts;
@@ -163,9 +218,17 @@ int run(int argc, char** argv) {
   connect_cmd->add_flag("--stdio", connect_stdio,
                         "one connection on standard input and output (ssh -o ProxyCommand)");
   add_connect_options(connect_opts, *connect_cmd);
+  connect_cmd->footer(settings_footer("relay-pin"));
 
+  shape_values(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RequiredError& e) {
+    if (auto unknown = unknown_command(app)) {
+      std::fprintf(stderr, "burrow: %s\nRun with --help for more information.\n", unknown->c_str());
+      return static_cast<int>(CLI::ExitCodes::ExtrasError);
+    }
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
@@ -175,7 +238,9 @@ int run(int argc, char** argv) {
       const auto& keys = relay::relay_setting_keys();
       config_file file;
       if (!relay_file.empty()) file = load_config_file(relay_file, keys, {});
-      layered_settings s(relay_opts.given(), environment_layer(keys), file.settings);
+      auto given = relay_opts.given();
+      if (!relay_state_dir.empty()) given["state-dir"] = relay_state_dir;
+      layered_settings s(given, environment_layer(keys), file.settings);
       init_logging_from(s);
       if (relay_ca_cmd->parsed()) return print_relay_ca(s);
       if (token_add_cmd->parsed()) return relay_token_add(s, token_add);
@@ -238,11 +303,8 @@ int run(int argc, char** argv) {
     layered_settings s(up_opts.given(), environment_layer(keys), file.settings);
     init_logging_from(s);
     return run_agent(s, file.services);
-  } catch (const config_error& e) {
-    std::fprintf(stderr, "burrow: %s\n", e.what());
-    return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "burrow: %s\n", e.what());
+    std::fprintf(stderr, "burrow: %s\n", redact_tokens(error_text(e)).c_str());
     return 1;
   }
 }

@@ -2,14 +2,98 @@
 #include "cli/options.hpp"
 
 #include <cstdlib>
+#include <map>
+#include <string_view>
 
 #include "core/log.hpp"
 
 namespace burrow::cli {
 
+namespace {
+
+// What each option's value looks like in --help, in place of CLI11's TEXT.
+const std::map<std::string_view, std::string_view>& value_shapes() {
+  static const std::map<std::string_view, std::string_view> shapes{
+      {"acme", "URL"},
+      {"acme-ca", "FILE"},
+      {"acme-email", "EMAIL"},
+      {"advertise", "HOST"},
+      {"allow-ip", "CIDR"},
+      {"backoff-max", "DURATION"},
+      {"bandwidth", "RATE"},
+      {"config", "FILE"},
+      {"id", "ID"},
+      {"label", "LABEL"},
+      {"local", "[HOST:]PORT"},
+      {"max-services", "N"},
+      {"names", "GLOB"},
+      {"ports", "FIRST-LAST"},
+      {"service", "NAME"},
+      {"basic-auth", "USER:PASSWORD"},
+      {"bearer", "TOKEN"},
+      {"cert", "FILE"},
+      {"connect-timeout", "DURATION"},
+      {"domain", "DOMAIN"},
+      {"drain-timeout", "DURATION"},
+      {"e2ee-cert", "FILE"},
+      {"e2ee-key", "FILE"},
+      {"e2ee-session-max-age", "DURATION"},
+      {"expire-in", "DURATION"},
+      {"grace", "DURATION"},
+      {"handshake-timeout", "DURATION"},
+      {"http-listen", "HOST:PORT"},
+      {"https-listen", "HOST:PORT"},
+      {"idle-expiry", "DURATION"},
+      {"key", "FILE"},
+      {"link-encryption", "tls|full|none"},
+      {"links", "N"},
+      {"listen", "HOST:PORT"},
+      {"log-format", "text|json"},
+      {"log-level", "LEVEL"},
+      {"max-links", "N"},
+      {"max-streams", "N"},
+      {"metrics-listen", "HOST:PORT"},
+      {"mode", "blind|inspect|passthrough"},
+      {"name", "NAME"},
+      {"ping-interval", "DURATION"},
+      {"ping-timeout", "DURATION"},
+      {"pin", "sha256:HEX"},
+      {"port-range", "FIRST-LAST"},
+      {"proxy-protocol", "v1|v2"},
+      {"public-bind", "ADDRESS"},
+      {"relay", "HOST:PORT"},
+      {"relay-ca", "FILE"},
+      {"relay-pin", "sha256:HEX"},
+      {"remote-port", "PORT"},
+      {"require-header", "'NAME: VALUE'"},
+      {"resume", "BOOL"},
+      {"session-keys", "BOOL"},
+      {"share-cert-lifetime", "DURATION"},
+      {"source-burst", "N"},
+      {"source-connections", "N"},
+      {"source-rate", "N"},
+      {"state-dir", "DIR"},
+      {"stream-idle-timeout", "DURATION"},
+      {"tcp-keepalive", "DURATION"},
+      {"token", "TOKEN"},
+      {"tokens", "FILE"},
+      {"visitor-token", "TOKEN"},
+      {"window", "BYTES"},
+      {"workers", "N"},
+  };
+  return shapes;
+}
+
+}  // namespace
+
+std::string_view value_shape(std::string_view name) {
+  auto it = value_shapes().find(name);
+  return it == value_shapes().end() ? std::string_view("TEXT") : it->second;
+}
+
 CLI::Option* option_set::add(CLI::App& app, const std::string& name, const std::string& help) {
   bound b{nullptr, std::make_unique<std::string>(), nullptr};
-  b.option = app.add_option("--" + name, *b.value, help);
+  b.option = app.add_option("--" + name, *b.value, help)->type_name(std::string(value_shape(name)));
   auto* opt = b.option;
   options_.emplace(name, std::move(b));
   return opt;
@@ -17,10 +101,28 @@ CLI::Option* option_set::add(CLI::App& app, const std::string& name, const std::
 
 CLI::Option* option_set::add_list(CLI::App& app, const std::string& name, const std::string& help) {
   bound b{nullptr, nullptr, std::make_unique<std::vector<std::string>>()};
-  b.option = app.add_option("--" + name, *b.values, help);
+  b.option =
+      app.add_option("--" + name, *b.values, help)->type_name(std::string(value_shape(name)));
   auto* opt = b.option;
   options_.emplace(name, std::move(b));
   return opt;
+}
+
+void shape_values(CLI::App& app) {
+  for (auto* opt : app.get_options()) {
+    if (opt->get_type_name() != "TEXT") continue;  // a flag, --help, or already shaped
+    const auto& longs = opt->get_lnames();
+    auto name = longs.empty() ? opt->get_name(true) : longs.front();
+    opt->type_name(std::string(value_shape(name)));
+  }
+  for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) shape_values(*sub);
+}
+
+std::string settings_footer(const std::string& example) {
+  return "Every --NAME option can also be set in the environment as BURROW_NAME (--" + example +
+         ": " + setting_env_name(example) +
+         ") or in the -c file as NAME = value. Flags win over the environment, the environment "
+         "over the file. DURATION: 500ms, 30s, 5m, 2h.";
 }
 
 settings_layer option_set::given() const {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/settings.hpp"
@@ -29,6 +30,17 @@ class option_set {
   };
   std::map<std::string, bound> options_;
 };
+
+// How --NAME's value looks in --help (DURATION, HOST:PORT, FILE, ...); TEXT if the table has no
+// entry for it (tests/cli/help_test.cpp fails then).
+std::string_view value_shape(std::string_view name);
+
+// Every option of `app` and its subcommands that CLI11 would show as TEXT gets its shape.
+void shape_values(CLI::App& app);
+
+// The --help footer that names the BURROW_* variables and the config file, with --example's
+// variable as the instance.
+std::string settings_footer(const std::string& example);
 
 // The environment layer for `keys`, read from the real environment.
 settings_layer environment_layer(const std::vector<std::string>& keys);

@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/options.hpp"
 #include "core/address.hpp"
+#include "core/secret.hpp"
 #include "relay/relay.hpp"
 #include "relay/relay_settings.hpp"
 #include "tls/certs.hpp"
@@ -71,8 +73,17 @@ void add_relay_options(option_set& o, CLI::App& app) {
 
 int print_relay_ca(const layered_settings& s) {
   auto config = relay::make_relay_config(s);
-  auto state = relay::load_or_create_state(config.state_dir, {});
-  std::fputs(state.ca.cert_pem.c_str(), stdout);
+  auto pem = config.state_dir / "ca.pem";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(pem, ec))
+    throw config_error("no relay state in " + config.state_dir.string() +
+                       " (no ca.pem there): pass the --state-dir that `burrow relay` printed "
+                       "at start, or start the relay once to create it");
+  auto cert = read_file(pem);
+  auto fingerprint = tls::fingerprint_sha256(cert);  // throws if it is not a certificate
+  std::fprintf(stderr, "burrow: the CA certificate of the relay state in %s (%s)\n",
+               config.state_dir.string().c_str(), fingerprint.c_str());
+  std::fputs(cert.c_str(), stdout);
   return 0;
 }
 

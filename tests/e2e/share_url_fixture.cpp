@@ -7,12 +7,9 @@ using namespace std::chrono_literals;
 
 std::optional<std::string> share_url_test::run(std::vector<std::string> argv,
                                                std::chrono::milliseconds limit) {
-  std::string name = argv.front();  // named first: argument order is unspecified
-  auto p = child_process::start(name, std::move(argv));
-  if (!p) return std::nullopt;
-  auto code = p->wait_exit(limit);
-  if (code != 0) return std::nullopt;
-  return p->output();
+  auto r = run_program(std::move(argv), limit);
+  if (r.code != 0) return std::nullopt;
+  return r.output;
 }
 
 std::optional<std::string> share_url_test::curl(const std::string& host, std::uint16_t port,

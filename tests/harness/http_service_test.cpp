@@ -37,11 +37,9 @@ using tcp = asio::ip::tcp;
 
 // Runs a program to its end within `limit`; its merged output, or nullopt unless it exited 0.
 std::optional<std::string> run(std::vector<std::string> argv, std::chrono::milliseconds limit) {
-  std::string name = argv.front();
-  auto p = child_process::start(name, std::move(argv));
-  if (!p) return std::nullopt;
-  if (p->wait_exit(limit) != 0) return std::nullopt;
-  return p->output();
+  auto r = run_program(std::move(argv), limit);
+  if (r.code != 0) return std::nullopt;
+  return r.output;
 }
 
 // The output's last newline comes from the line log, not from the program: it is dropped.

@@ -304,6 +304,15 @@ std::optional<int> child_process::wait_exit(std::chrono::milliseconds deadline) 
   return exit_code_;
 }
 
+program_run run_program(std::vector<std::string> argv, std::chrono::milliseconds limit,
+                        std::map<std::string, std::string> extra_env) {
+  std::string name = argv.front();  // named first: argument order is unspecified
+  auto p = child_process::start(name, std::move(argv), std::move(extra_env));
+  if (!p) return {};
+  auto code = p->wait_exit(limit);
+  return {code, p->output()};
+}
+
 std::string read_text_file(const std::filesystem::path& p) {
   std::ifstream in(p);
   std::stringstream ss;

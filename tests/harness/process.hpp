@@ -85,6 +85,15 @@ class child_process {
   std::thread reader_;
 };
 
+// A program run to its end: its exit code (nullopt if it still ran at the deadline; it is then
+// killed) and its merged stdout and stderr.
+struct program_run {
+  std::optional<int> code;
+  std::string output;
+};
+program_run run_program(std::vector<std::string> argv, std::chrono::milliseconds limit,
+                        std::map<std::string, std::string> extra_env = {});
+
 // A small file's text without its trailing newlines ("" when it cannot be read).
 std::string read_text_file(const std::filesystem::path& p);
 
