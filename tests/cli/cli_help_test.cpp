@@ -2,7 +2,6 @@
 // `cmake --install`.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <regex>
@@ -11,6 +10,7 @@
 
 #include "agent/agent_config.hpp"
 #include "harness/process.hpp"
+#include "harness/scratch_dir.hpp"
 
 namespace burrow::test {
 namespace {
@@ -96,27 +96,20 @@ TEST(CliErrors, AnUnknownCommandIsNamed) {
 }
 
 TEST(CliInstall, CmakeInstallPutsARunnableBurrowInBin) {
-  auto prefix = fs::temp_directory_path() / ("burrow-install-" + std::to_string(::getpid()));
-  fs::remove_all(prefix);
+  scratch_dir scratch("burrow-install");
+  const auto& prefix = scratch.path();
   auto installed =
       run_program({BURROW_CMAKE, "--install", BURROW_BUILD_DIR, "--prefix", prefix.string()}, 60s);
   ASSERT_EQ(installed.code, 0) << installed.output;
   auto version = run_program({(prefix / "bin" / "burrow").string(), "--version"}, 20s);
   EXPECT_EQ(version.code, 0) << version.output;
   EXPECT_NE(version.output.find("burrow "), std::string::npos) << version.output;
-  fs::remove_all(prefix);
 }
 
 class RelayCa : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("burrow-relay-ca-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  scratch_dir scratch_{"burrow-relay-ca"};
+  const fs::path& dir_ = scratch_.path();
 };
 
 TEST_F(RelayCa, RefusesADirectoryWithoutRelayStateAndCreatesNothing) {

@@ -2,12 +2,13 @@
 #include "kinds/tcp_port/remembered_port.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "harness/scratch_dir.hpp"
 
 namespace burrow::kinds::tcp_port {
 namespace {
@@ -16,18 +17,12 @@ namespace fs = std::filesystem;
 
 class RememberedPort : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("burrow-remembered-port-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void write(const std::string& name, const std::string& text) {
     fs::create_directories(dir_);
     std::ofstream(dir_ / ("public-port." + name)) << text;
   }
-  fs::path dir_;
+  test::scratch_dir scratch_{"burrow-remembered-port"};
+  const fs::path& dir_ = scratch_.path();
 };
 
 TEST_F(RememberedPort, NoneUntilOneIsRememberedThenThatOne) {
