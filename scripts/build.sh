@@ -5,7 +5,9 @@ cd "$(dirname "$0")/.."
 kind=${1:-release}
 shift || true
 case "$kind" in
-  release) cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBURROW_WERROR=ON >/dev/null ;;
+  # BURROW_TESTS=OFF (the demo) builds burrow without the test and benchmark toolset.
+  release) cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBURROW_WERROR=ON \
+             -DBURROW_TESTS="${BURROW_TESTS:-ON}" >/dev/null ;;
   asan) cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBURROW_SANITIZE=ON -DBURROW_WERROR=ON >/dev/null ;;
   # -O1 keeps ThreadSanitizer's slowdown of the relay tests (and their deadlines) bearable.
   tsan) cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \

@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 check=0
 [ "${1:-}" = "--check" ] && check=1
 
-bash scripts/setup.sh
-bash scripts/build.sh release burrow >/dev/null
+bash scripts/setup.sh run
+echo "== building burrow (a few minutes the first time; build/release/burrow)"
+BURROW_TESTS=OFF bash scripts/build.sh release burrow
 bin=$PWD/build/release/burrow
 
 work=$(mktemp -d /tmp/burrow-demo.XXXXXX)
@@ -76,7 +77,9 @@ cat "$work/http.out"
 
 echo
 echo "web server 127.0.0.1:$web_port is reachable end to end at http://$local_addr/"
-echo "and as the HTTPS share URL $share_url (*.burrow.localhost is this machine)"
+echo "and as the HTTPS share URL $share_url"
+echo "(curl and browsers resolve *.burrow.localhost to this machine by themselves; the system"
+echo " resolver does not, so getent, wget and the like need --resolve or an /etc/hosts line)"
 echo "try them:"
 echo "  curl http://$local_addr/"
 echo "  curl --cacert $work/agent-http/relay-ca.pem --resolve share.burrow.localhost:$https_port:127.0.0.1 $share_url/"
@@ -91,5 +94,6 @@ if [ "$check" = 1 ]; then
   echo "demo: ok"
   exit 0
 fi
+echo "the binary is $bin; sudo cmake --install build/release puts it in /usr/local/bin"
 echo "(Ctrl-C stops the relay, the agents, connect and the web server)"
 wait "${pids[1]}"
