@@ -3,7 +3,6 @@
 // renewed after two thirds of its life, tried again 30s after a failure.
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <filesystem>
 
@@ -12,6 +11,7 @@
 #include "core/secret.hpp"
 #include "core/spawn.hpp"
 #include "kinds/share_url/blind.hpp"
+#include "kinds/share_url/share_cert.hpp"
 #include "tls/certs.hpp"
 #include "tls/contexts.hpp"
 
@@ -26,20 +26,6 @@ std::shared_ptr<asio::ssl::context> blind_side::acme_context(const tls::key_pair
 }
 
 namespace {
-
-// Two thirds into the certificate's life, as a steady-clock time (now, if that has passed). Its
-// life starts at notBefore, or when it was issued (`issued`) if that is later: CAs backdate
-// notBefore, which for a short-lived certificate would put the renewal in the past.
-std::chrono::steady_clock::time_point renewal_time(
-    const std::string& chain_pem,
-    std::chrono::system_clock::time_point issued = std::chrono::system_clock::time_point::min()) {
-  auto from = std::max(tls::not_before(chain_pem), issued);
-  auto until = tls::not_after(chain_pem);
-  auto left = from + (until - from) * 2 / 3 - std::chrono::system_clock::now();
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-             std::max(left, decltype(left)::zero()));
-}
 
 std::int64_t seconds_until(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::seconds>(t - std::chrono::steady_clock::now())
@@ -58,20 +44,7 @@ bool blind_side::use_saved_acme_chain() {
   if (host_.empty() || !std::filesystem::exists(file, ec)) return false;
   try {
     auto chain = read_file(file);
-    auto names = tls::subject_alt_names(chain);
-    if (!tls::key_matches({chain, identity_.key.key_pem}) ||
-        std::find(names.begin(), names.end(), host_) == names.end()) {
-      spdlog::warn(
-          "service {}: {} is not a certificate for {} with this agent's key; ordering "
-          "a new one",
-          config_.name, file.string(), host_);
-      return false;
-    }
-    if (tls::not_after(chain) <= std::chrono::system_clock::now()) {
-      spdlog::info("service {}: the saved certificate in {} has expired; ordering a new one",
-                   config_.name, file.string());
-      return false;
-    }
+    check_share_cert({chain, identity_.key.key_pem}, host_);
     web_tls_ = acme_context({chain, identity_.key.key_pem});
     acme_cert_ = true;
     renew_at_ = renewal_time(chain);
@@ -79,7 +52,7 @@ bool blind_side::use_saved_acme_chain() {
                  config_.name, host_, file.string(), seconds_until(renew_at_));
     return true;
   } catch (const std::exception& e) {
-    spdlog::warn("service {}: cannot use {}: {}; ordering a new certificate", config_.name,
+    spdlog::warn("service {}: not using {}: {}; ordering a new certificate", config_.name,
                  file.string(), e.what());
     return false;
   }

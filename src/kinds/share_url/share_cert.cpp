@@ -29,13 +29,29 @@ share_cert make(const tls::key_pair& pair) {
   share_cert out;
   out.tls = std::make_shared<boost::asio::ssl::context>(tls::make_web_server_context(pair));
   out.not_after = tls::not_after(pair.cert_pem);
-  auto left = out.not_after - std::chrono::system_clock::now();
-  out.renew_at = std::chrono::steady_clock::now() +
-                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(left * 2 / 3);
+  out.renew_at = renewal_time(pair.cert_pem, std::chrono::system_clock::now());
   return out;
 }
 
 }  // namespace
+
+std::chrono::steady_clock::time_point renewal_time(const std::string& cert_pem,
+                                                   std::chrono::system_clock::time_point issued) {
+  auto from = std::max(tls::not_before(cert_pem), issued);
+  auto left = from + (tls::not_after(cert_pem) - from) * 2 / 3 - std::chrono::system_clock::now();
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::max(left, decltype(left)::zero()));
+}
+
+void check_share_cert(const tls::key_pair& pair, std::string_view host) {
+  if (!tls::key_matches(pair)) throw std::runtime_error("it is not for this agent's key");
+  auto names = tls::subject_alt_names(pair.cert_pem);
+  if (std::find(names.begin(), names.end(), host) == names.end())
+    throw std::runtime_error("it does not name " + std::string(host));
+  if (tls::not_after(pair.cert_pem) <= std::chrono::system_clock::now())
+    throw std::runtime_error("it has already expired");
+}
 
 std::string share_url_host(std::string_view url) {
   constexpr std::string_view scheme = "https://";
@@ -56,17 +72,14 @@ share_cert accept_share_cert(const proto::certificate& answer, const tls::key_pa
     throw std::runtime_error("the relay refused the certificate: " + answer.message + " (" +
                              answer.code + ")");
   tls::key_pair pair{answer.cert, key.key_pem};
-  if (!tls::key_matches(pair))
-    throw std::runtime_error("the relay's certificate is not for this agent's key");
-  auto names = tls::subject_alt_names(answer.cert);
-  if (std::find(names.begin(), names.end(), host) == names.end())
-    throw std::runtime_error("the relay's certificate does not name " + std::string(host));
+  try {
+    check_share_cert(pair, host);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("the relay's certificate: ") + e.what());
+  }
   if (!answer.ca.empty() && !tls::signed_by(answer.cert, answer.ca))
     throw std::runtime_error("the relay's certificate is not signed by the CA it sent");
-  auto out = make(pair);
-  if (out.not_after <= std::chrono::system_clock::now())
-    throw std::runtime_error("the relay's certificate has already expired");
-  return out;
+  return make(pair);
 }
 
 share_cert load_share_cert(const std::string& cert_file, const std::string& key_file) {

@@ -22,8 +22,19 @@ proto::cert_request make_share_cert_request(const std::string& name, const tls::
 struct share_cert {
   std::shared_ptr<boost::asio::ssl::context> tls;  // a web server context presenting it
   std::chrono::system_clock::time_point not_after;
-  std::chrono::steady_clock::time_point renew_at;  // two thirds of the way from now to not_after
+  std::chrono::steady_clock::time_point renew_at;  // renewal_time(), from now
 };
+
+// Two thirds into the certificate's life, as a steady-clock time (now, if that has passed). Its
+// life starts at notBefore, or at `issued` if that is later: CAs backdate notBefore, which for a
+// short-lived certificate would put the renewal in the past.
+std::chrono::steady_clock::time_point renewal_time(
+    const std::string& cert_pem,
+    std::chrono::system_clock::time_point issued = std::chrono::system_clock::time_point::min());
+
+// Throws std::runtime_error ("it does not name HOST", ...) unless `pair` is a certificate for
+// `host`, with the agent's key, still valid.
+void check_share_cert(const tls::key_pair& pair, std::string_view host);
 
 // Checks the relay's answer: it must be a certificate for `host`, for the agent's key, still
 // valid. Throws std::runtime_error saying what is wrong.
