@@ -168,23 +168,34 @@ void prepare_parser(Parser& p) {
 }
 
 // Parses a head from `in`, reading as needed; an outbox is flushed before each wait so the other
-// side is never kept waiting for bytes already in hand. The head's bytes go to `head` when given
-// (Beast parses a head in one put, from one contiguous buffer).
+// side is never kept waiting for bytes already in hand. The head's bytes go to `head` when given.
+// Beast takes the start line and each whole field line as soon as they are in, before the head
+// has ended; so that one put parses the whole head from one contiguous buffer (its bytes, and
+// the offsets the parser's facts count from), the parser sees nothing until the blank line that
+// ends the head is in, or more than a head may hold (which it refuses).
 template <class Parser>
 asio::awaitable<error_code> read_head(inbound& in, Parser& p, outbound& out,
                                       std::string* head = nullptr) {
   in.drop_large_piece();
   if (head && head->capacity() > kept_between_messages) std::string().swap(*head);
+  std::size_t searched = 0;  // bytes known to hold no end of head, but for its last three
   for (;;) {
     error_code ec = bh::error::need_more;
     if (in.buf.size() > 0) {
       auto data = in.buf.data();
       const char* bytes = static_cast<const char*>(data.data());
-      if constexpr (requires { p.set_input(bytes, data.size()); }) p.set_input(bytes, data.size());
-      std::size_t used = p.put(data, ec);
-      if (p.is_header_done() && head) head->assign(bytes, used);
-      in.buf.consume(used);
-      if (p.is_header_done()) co_return error_code{};
+      const std::string_view seen(bytes, data.size());
+      if (seen.size() <= max_head_size && seen.find("\r\n\r\n", searched) == seen.npos) {
+        searched = seen.size() < 3 ? 0 : seen.size() - 3;
+      } else {
+        if constexpr (requires { p.set_input(bytes, data.size()); })
+          p.set_input(bytes, data.size());
+        std::size_t used = p.put(data, ec);
+        if (p.is_header_done() && head) head->assign(bytes, used);
+        in.buf.consume(used);
+        if (p.is_header_done()) co_return error_code{};
+        searched = 0;
+      }
     }
     if (ec != bh::error::need_more) co_return ec;
     if (in.eof) co_return asio::error::eof;

@@ -80,6 +80,28 @@ TEST_F(share_http_test, KeepAliveBodiesOfAnySizeAndForwardedHeaders) {
   }
 }
 
+// A long header line reaches the service whole in both modes; a head over the proxy's 64 KiB
+// is answered 431 in both, not closed in silence.
+TEST_F(share_http_test, LongHeadersPassAndHeadsOverTheLimitAre431InBothModes) {
+  auto relay = start_relay();
+  http_service service;
+  std::uint16_t blind = 0, inspect = 0;
+  auto a1 = start_http_agent(relay, service.port(), "longb", blind, "blind");
+  auto a2 = start_http_agent(relay, service.port(), "longi", inspect, "inspect");
+  ASSERT_NE(blind, 0);
+  ASSERT_NE(inspect, 0);
+  for (auto [name, port] : {std::pair{"longb", blind}, std::pair{"longi", inspect}}) {
+    for (std::size_t size : {5000, 12000}) {
+      const std::string value(size, 'v');
+      EXPECT_EQ(status(name, port, {"--cacert", ca(), "-H", "X-Long: " + value}), "200")
+          << name << " " << size;
+      EXPECT_TRUE(service.last_headers()["x-long"] == value) << name << " " << size;
+    }
+    const std::string over(70000, 'v');
+    EXPECT_EQ(status(name, port, {"--cacert", ca(), "-H", "X-Long: " + over}), "431") << name;
+  }
+}
+
 TEST_F(share_http_test, PipelinedRequestsComeBackInOrder) {
   auto relay = start_relay();
   http_service service;

@@ -406,6 +406,38 @@ TEST(HttpProxy, ARefusalIsReadWholeWhileTheVisitorIsStillSending) {
   EXPECT_TRUE(answer->starts_with("HTTP/1.1 403 Forbidden")) << *answer;
 }
 
+// A head longer than the first read (a long cookie, a long header line) reaches the local
+// service whole: the start line and the fields before the read's end are not lost.
+TEST(HttpProxy, AHeadLongerThanOneReadArrivesWhole) {
+  for (std::size_t size : {4000, 5000, 20000, 60000}) {
+    std::string seen;
+    const std::string head =
+        "GET /long HTTP/1.1\r\nHost: web\r\nX-Long: " + std::string(size, 'a') +
+        "\r\nX-After: 1\r\n\r\n";
+    {
+      proxy_rig rig([&](int fd) {
+        seen = read_until(fd, "\r\n\r\n", 5s).value_or("");
+        test::write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 5s);
+        test::read_until_eof(fd, 5s, 1 << 20);
+      });
+      int fd = rig.connect();
+      ASSERT_GE(fd, 0);
+      // In two writes, the first ending inside the long line.
+      ASSERT_TRUE(test::write_all(fd, head.substr(0, 3000), 5s));
+      std::this_thread::sleep_for(20ms);
+      ASSERT_TRUE(test::write_all(fd, head.substr(3000), 5s));
+      auto answer = read_until(fd, "ok", 5s);
+      ASSERT_TRUE(answer) << size;
+      EXPECT_TRUE(answer->starts_with("HTTP/1.1 200")) << size << ": " << *answer;
+      ::close(fd);
+      EXPECT_TRUE(rig.finished(5s));
+      rig.join_local();
+    }
+    EXPECT_TRUE(seen.starts_with("GET /long HTTP/1.1\r\nHost: web\r\nX-Long: aaa")) << size;
+    EXPECT_NE(seen.find(std::string(size, 'a') + "\r\nX-After: 1\r\n"), std::string::npos) << size;
+  }
+}
+
 TEST(HttpProxy, OversizedAndMalformedHeadsAreAnsweredAndClosed) {
   {
     proxy_rig rig([](int fd) { test::read_until_eof(fd, 5s, 1 << 20); });
