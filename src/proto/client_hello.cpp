@@ -271,8 +271,6 @@ std::string_view to_string(hello_error e) {
       return "sslv2";
     case hello_error::not_handshake:
       return "not_handshake";
-    case hello_error::bad_record_version:
-      return "bad_record_version";
     case hello_error::bad_record_length:
       return "bad_record_length";
     case hello_error::not_client_hello:
@@ -337,10 +335,8 @@ client_hello_result parse_client_hello(std::span<const std::uint8_t> in, std::si
     const std::size_t avail = in.size() - off;
     if (avail >= 1 && in[off] != content_handshake)
       return invalid(hello_error::not_handshake, "record is not a TLS handshake");
-    if (avail >= 2 && in[off + 1] != 3)
-      return invalid(hello_error::bad_record_version, "record version is not TLS");
-    if (avail >= 3 && (in[off + 2] < 1 || in[off + 2] > 4))
-      return invalid(hello_error::bad_record_version, "record version is not TLS 1.0 to 1.3");
+    // legacy_record_version is ignored for all purposes (RFC 8446, section 5.1): clients write
+    // 0x0300 to 0x0303 on the first record, and the hello's own fields say what it speaks.
     if (avail < tls_record_header_size)
       return incomplete(tls_record_header_size - avail + (total - carried));
     const std::size_t length = u16_at(in.data() + off + 3);

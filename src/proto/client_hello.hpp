@@ -25,7 +25,6 @@ enum class hello_error : std::uint8_t {
   none,
   sslv2,                // an SSLv2-style hello (first byte has the high bit set)
   not_handshake,        // a record that is not a handshake (content type 22): not TLS at all
-  bad_record_version,   // record version outside 0x0301..0x0304 (SSL 3.0 included)
   bad_record_length,    // an empty record, or one over 16384 bytes
   not_client_hello,     // the first handshake message is not a ClientHello (type 1)
   too_large,            // the ClientHello is longer than the caller's bound
@@ -48,7 +47,7 @@ struct client_hello_result {
 
   std::string server_name;           // lowercase, no trailing dot; "" when the client sent no SNI
   std::vector<std::string> alpn;     // as offered, in order; empty when no ALPN extension
-  std::uint16_t record_version = 0;  // of the first record, 0x0301..0x0304
+  std::uint16_t record_version = 0;  // of the first record, as sent (it means nothing)
   std::uint16_t legacy_version = 0;  // the ClientHello's own version field (0x0303 for TLS 1.3)
   bool offers_tls13 = false;         // supported_versions lists 0x0304
 };
