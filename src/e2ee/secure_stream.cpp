@@ -94,10 +94,6 @@ void secure_stream::start(SSL_CTX* ctx, tls_role role) {
     tls::throw_openssl_error("cannot make the end-to-end BIO");
   }
   SSL_set_bio(ssl_, bio, bio);  // one BIO both ways; the SSL takes its single reference
-  if (role == tls_role::server && required_alpn_.empty()) {  // a web server
-    secrets_ = std::make_unique<tls::traffic_secrets>();
-    tls::keep_traffic_secrets(ssl_, secrets_.get());
-  }
   if (role == tls_role::client)
     SSL_set_connect_state(ssl_);
   else
@@ -137,12 +133,10 @@ asio::awaitable<error_code> secure_stream::handshake() {
   while (!handshake_done_) {
     if (broken_) co_return broken_;
     tls::clear_error_queue();
-    const std::size_t written_before = io_.out.size();
     int r = SSL_do_handshake(ssl_);
     int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
     error_code failure;
     if (err != SSL_ERROR_NONE && err != SSL_ERROR_WANT_READ) failure = failed(err);
-    if (r == 1 && secrets_) take_over_records(io_.out.bytes().subspan(written_before));
     // Our next flight, or the alert that tells the peer why we stopped.
     error_code ec;
     auto flushed = flush(ec);
@@ -181,42 +175,12 @@ asio::awaitable<error_code> secure_stream::handshake() {
   co_return error_code{};
 }
 
-// OpenSSL's records end with the handshake's last step, where a TLS 1.3 server writes only its
-// session tickets, each a record under the server's traffic secret: ours go on from the record
-// after them, and the client's first record after its Finished, which OpenSSL (reading one record
-// at a time) has left in io_.in, is the first under the client's. Anything else (TLS 1.2, a
-// session without both secrets, a flight that is not whole records, bytes OpenSSL took ahead)
-// leaves the session on OpenSSL's records.
-void secure_stream::take_over_records(std::span<const std::uint8_t> final_flight) {
-  const auto secrets = std::move(secrets_);
-  tls::keep_traffic_secrets(ssl_, nullptr);
-  link::record_cipher cipher{};
-  if (!secrets->complete() || SSL_has_pending(ssl_) ||
-      !link::record_protection::session_cipher(ssl_, cipher))
-    return;
-  std::uint64_t sent = 0;
-  while (!final_flight.empty()) {
-    const std::size_t whole = link::record_protection::whole_record(final_flight);
-    if (!whole) return;
-    final_flight = final_flight.subspan(whole);
-    ++sent;
-  }
-  try {
-    own_ = link::record_protection::from_traffic_secrets(cipher, secrets->server_secret(),
-                                                         secrets->client_secret(), sent);
-    drop_session_ = true;
-  } catch (const std::exception&) {
-    own_.reset();  // OpenSSL's records, as before
-  }
-}
-
-// A server on its own records (a web server's TLS 1.3 session, the agent's end of burrow-e2ee/2)
-// needs nothing more of OpenSSL's session: its tickets left with the handshake, they are
-// stateless, and no server cache holds the session (a TLS 1.3 server caches none for stateless
-// tickets; the end-to-end context has its cache off), so an SSL freed without a shutdown costs
-// no resumption. Its SSL (the connection's state, a copy of the context's certificates, OpenSSL's
-// two record contexts: some 13 KiB) goes at the first read or write, after the caller has looked
-// at native_handle() (an ACME validation's ALPN). A client's goes once the server's first own
+// A server on its own records (the agent's end of burrow-e2ee/2) needs nothing more of OpenSSL's
+// session: its tickets left with the handshake, they are stateless, and the end-to-end context
+// caches no sessions, so an SSL freed without a shutdown costs no resumption. Its SSL (the
+// connection's state, a copy of the context's certificates, OpenSSL's two record contexts: some
+// 13 KiB) goes at the first read or write, after the caller has looked at native_handle(). A
+// client's goes once the server's first own
 // record has come, marked as shut down first so that its cached session stays resumable
 // (take_ticket).
 void secure_stream::drop_session() {
@@ -475,9 +439,6 @@ asio::awaitable<std::size_t> secure_stream::read_own(asio::mutable_buffer b, err
           auto alert = send_alert_now(link::alert_for(failure));
           co_await std::move(alert);
         }
-      } else if (own_->key_update_owed()) {
-        auto answer = answer_key_update();
-        co_await std::move(answer);
       }
       if (produced) co_return produced;  // the records before a bad one are the peer's
       if (io_.in.size() != before || !opened_.empty() || broken_ || peer_closed_) continue;
@@ -557,20 +518,6 @@ asio::awaitable<void> secure_stream::send_alert_now(link::record_alert alert) {
   if (shutdown_sent_ || own_->seal_alert(alert, io_.out)) co_return;
   shutdown_sent_ = true;  // nothing more goes out after it
   if (flushing_) co_return;
-  error_code ignored;
-  auto drained = drain(ignored);
-  co_await std::move(drained);
-}
-
-// The peer's KeyUpdate asked for ours: it goes out now, not only before our next data, so a
-// peer that waits for it does not wait on us.
-asio::awaitable<void> secure_stream::answer_key_update() {
-  if (shutdown_sent_) co_return;
-  if (error_code ec = own_->seal_key_update(io_.out)) {
-    if (!broken_) broken_ = ec;
-    co_return;
-  }
-  if (flushing_) co_return;  // the flush running takes it along
   error_code ignored;
   auto drained = drain(ignored);
   co_await std::move(drained);

@@ -23,7 +23,6 @@
 #include "link/record_protection.hpp"
 #include "proto/frame.hpp"
 #include "tls/buffer_bio.hpp"
-#include "tls/traffic_secrets.hpp"
 
 namespace burrow::link {
 class stream;
@@ -64,9 +63,8 @@ class secure_stream {
     return io_.in.capacity() + io_.out.capacity() + sending_.capacity() + opened_.capacity();
   }
   // After the handshake: whether the session runs on its own records rather than OpenSSL's:
-  // end to end with ALPN burrow-e2ee/2 (docs/protocol.md section 6a); as a web server (a server
-  // requiring no ALPN, on a context of make_web_server_context) on TLS 1.3's own records under
-  // the session's traffic secrets, whatever the client.
+  // only end to end with ALPN burrow-e2ee/2 (docs/protocol.md section 6a), where both ends are
+  // Burrow. A web server's visitors, of every make, stay on OpenSSL's records.
   bool own_records() const { return own_ != nullptr; }
   // The link stream it runs over; only for a secure_stream made over one.
   link::stream& stream() { return *stream_; }
@@ -120,10 +118,6 @@ class secure_stream {
   boost::system::error_code take_ticket();
   boost::system::error_code closed_by_peer(boost::system::error_code ec);
   boost::asio::awaitable<void> send_alert_now(link::record_alert alert);
-  boost::asio::awaitable<void> answer_key_update();
-  // A web server's TLS 1.3 session onto its own records, if OpenSSL's left off where they can
-  // go on: `final_flight` is what the handshake's last step wrote (the session tickets).
-  void take_over_records(std::span<const std::uint8_t> final_flight);
   boost::system::error_code seal(const std::uint8_t* p, std::size_t n);
   boost::system::error_code failed(int ssl_error);
   void start(SSL_CTX* ctx, tls_role role);  // the SSL and its BIO, for both constructors
@@ -149,11 +143,9 @@ class secure_stream {
   // Own records (ALPN burrow-e2ee/2): keys from this session's exporter, used after the handshake.
   std::unique_ptr<link::record_protection> own_;
   bool tickets_pending_ = false;  // a client: OpenSSL's tickets may precede the first own record
-  // A web server's: the traffic secrets its handshake leaves, until its records are ours.
-  std::unique_ptr<tls::traffic_secrets> secrets_;
-  bool drop_session_ = false;  // a server's records are ours: the SSL goes at its first I/O
-  link::byte_buffer opened_;   // plaintext opened but not yet read (a read smaller than a record)
-  bool peer_closed_ = false;   // the peer's own close_notify has arrived
+  bool drop_session_ = false;     // a server's records are ours: the SSL goes at its first I/O
+  link::byte_buffer opened_;  // plaintext opened but not yet read (a read smaller than a record)
+  bool peer_closed_ = false;  // the peer's own close_notify has arrived
 };
 
 }  // namespace burrow::e2ee

@@ -28,9 +28,9 @@ namespace {
 constexpr std::size_t iv_size = 12;
 constexpr std::size_t header_size = proto::tls_record_header;
 constexpr std::uint8_t application_data = proto::tls_application_data;
+constexpr std::uint8_t change_cipher_spec_type = 20;
 constexpr std::uint8_t alert_type = 21;
 constexpr std::uint8_t handshake_type = 22;
-constexpr std::uint8_t key_update_message = 24;  // HandshakeType key_update (RFC 8446, 4.6.3)
 constexpr std::uint8_t alert_warning = 1, alert_fatal = 2;
 // Up to this size a record's data is copied next to its inner type and sealed in one call: a
 // copy of a few KiB costs less than a second call into the AEAD.
@@ -55,9 +55,11 @@ class record_category_impl : public boost::system::error_category {
       case record_error::peer_alert:
         return "the peer ended the session with an alert";
       case record_error::unexpected_message:
-        return "a handshake message after the handshake other than a whole KeyUpdate";
+        return "a record TLS 1.3 does not allow after the handshake (a ChangeCipherSpec, a "
+               "handshake message or an alert in the clear)";
       case record_error::record_overflow:
-        return "a record whose data and padding are over 2^14 bytes";
+        return "a record over the 2^14 + 256 bytes TLS 1.3 allows, or whose data and padding "
+               "are over 2^14 bytes";
     }
     return "own record error";
   }
@@ -110,17 +112,15 @@ record_alert alert_for(error_code opening_failure) {
 
 // One direction's AEAD state: its key's context, IV and the next record's sequence number.
 struct record_protection::direction {
-  // `automatic`: after per_key records the next key follows by itself (the link's records, where
-  // both ends count alike); otherwise whoever owns the keys moves them (KeyUpdate).
-  direction(record_cipher c, key_source keys, bool sealing, std::uint64_t per_key, bool automatic)
+  // After per_key records the next key follows by itself: both ends count alike.
+  direction(record_cipher c, key_source keys, bool sealing, std::uint64_t per_key)
       : cipher(evp_cipher(c)),
         gcm(c != record_cipher::chacha20_poly1305),
         owned(EVP_CIPHER_CTX_new()),
         ctx(owned.get()),
         keys(std::move(keys)),
         sealing(sealing),
-        per_key(per_key),
-        automatic(automatic) {
+        per_key(per_key) {
     if (!cipher || !ctx || per_key == 0 || !rekey())
       throw std::runtime_error("cannot make the record keys");
   }
@@ -173,14 +173,11 @@ struct record_protection::direction {
     return EVP_CIPHER_CTX_set_params(ctx, params) == 1;
   }
 
-  // After a record: the next sequence number, or (automatic) the next key after per_key records.
+  // After a record: the next sequence number, or the next key after per_key records.
   bool advance() {
-    if (++sequence < per_key || !automatic) return true;
+    if (++sequence < per_key) return true;
     return next_key();
   }
-
-  // Whether this direction's key has protected as many records as it should.
-  bool worn() const { return sequence >= per_key; }
 
   const EVP_CIPHER* cipher;
   bool gcm;  // AES-GCM, whose nonce the fixed-IV control sets
@@ -190,7 +187,6 @@ struct record_protection::direction {
   key_source keys;
   bool sealing;
   std::uint64_t per_key;
-  bool automatic;
   std::array<std::uint8_t, iv_size> iv{};
   std::uint64_t sequence = 0;
   std::uint32_t generation = 0;
@@ -206,96 +202,14 @@ auto exported_keys(record_protection::exporter keys, std::string sender) {
   };
 }
 
-// HKDF-Expand-Label (RFC 8446, section 7.1) with an empty context, through OpenSSL's TLS 1.3 KDF.
-bool expand_label(const EVP_MD* md, std::span<const std::uint8_t> secret, const char* label,
-                  std::span<std::uint8_t> out) {
-  static EVP_KDF* kdf = EVP_KDF_fetch(nullptr, OSSL_KDF_NAME_TLS1_3_KDF, nullptr);
-  if (!kdf) return false;
-  std::unique_ptr<EVP_KDF_CTX, tls::openssl_deleter<&EVP_KDF_CTX_free>> ctx(EVP_KDF_CTX_new(kdf));
-  if (!ctx) return false;
-  static const char mode[] = "EXPAND_ONLY", prefix[] = "tls13 ";
-  const char* digest = EVP_MD_get0_name(md);
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_MODE, const_cast<char*>(mode), 0),
-      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, const_cast<char*>(digest), 0),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-                                        const_cast<std::uint8_t*>(secret.data()), secret.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PREFIX, const_cast<char*>(prefix),
-                                        sizeof prefix - 1),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_LABEL, const_cast<char*>(label),
-                                        std::strlen(label)),
-      OSSL_PARAM_construct_end()};
-  return EVP_KDF_derive(ctx.get(), out.data(), out.size(), params) == 1;
-}
-
-// A direction's traffic secret and the keys of each generation (RFC 8446, sections 7.2 and 7.3):
-// generation g + 1's secret is HKDF-Expand-Label(g's, "traffic upd"), each key and IV come from
-// their generation's secret. Generations are asked for in order, each once.
-class traffic_secret {
- public:
-  traffic_secret(const EVP_MD* md, std::span<const std::uint8_t> secret)
-      : md_(md), secret_(secret.begin(), secret.end()) {}
-  ~traffic_secret() { OPENSSL_cleanse(secret_.data(), secret_.size()); }
-  traffic_secret(const traffic_secret&) = delete;
-  traffic_secret& operator=(const traffic_secret&) = delete;
-
-  bool keys(std::uint32_t generation, std::span<std::uint8_t> out) {
-    if (out.size() <= iv_size || secret_.size() != static_cast<std::size_t>(EVP_MD_get_size(md_)))
-      return false;
-    for (; generation_ < generation; ++generation_) {
-      std::vector<std::uint8_t> next(secret_.size());
-      const bool ok = expand_label(md_, secret_, "traffic upd", next);
-      OPENSSL_cleanse(secret_.data(), secret_.size());
-      secret_.swap(next);
-      if (!ok) return false;
-    }
-    if (generation_ != generation) return false;
-    return expand_label(md_, secret_, "key", out.first(out.size() - iv_size)) &&
-           expand_label(md_, secret_, "iv", out.last(iv_size));
-  }
-
- private:
-  const EVP_MD* md_;
-  std::vector<std::uint8_t> secret_;
-  std::uint32_t generation_ = 0;
-};
-
-auto traffic_keys(record_cipher cipher, std::span<const std::uint8_t> secret) {
-  const EVP_MD* md = cipher == record_cipher::aes_256_gcm ? EVP_sha384() : EVP_sha256();
-  auto s = std::make_shared<traffic_secret>(md, secret);
-  return [s](std::uint32_t generation, std::span<std::uint8_t> out) {
-    return s->keys(generation, out);
-  };
-}
-
 }  // namespace
 
 record_protection::record_protection(record_cipher cipher, exporter keys, bool dialer,
                                      std::uint64_t records_per_key)
     : send_(std::make_unique<direction>(cipher, exported_keys(keys, dialer ? "dialer" : "acceptor"),
-                                        true, records_per_key, true)),
-      receive_(std::make_unique<direction>(cipher,
-                                           exported_keys(keys, dialer ? "acceptor" : "dialer"),
-                                           false, records_per_key, true)) {}
-
-record_protection::record_protection(traffic_keys_tag, record_cipher cipher, key_source send,
-                                     key_source receive, std::uint64_t sent_before,
-                                     std::uint64_t records_per_key)
-    : send_(std::make_unique<direction>(cipher, std::move(send), true, records_per_key, false)),
-      receive_(std::make_unique<direction>(cipher, std::move(receive), false,
-                                           std::numeric_limits<std::uint64_t>::max(), false)),
-      traffic_(true) {
-  send_->sequence = sent_before;
-}
-
-std::unique_ptr<record_protection> record_protection::from_traffic_secrets(
-    record_cipher cipher, std::span<const std::uint8_t> send_secret,
-    std::span<const std::uint8_t> receive_secret, std::uint64_t sent_before,
-    std::uint64_t records_per_key) {
-  return std::unique_ptr<record_protection>(
-      new record_protection(traffic_keys_tag{}, cipher, traffic_keys(cipher, send_secret),
-                            traffic_keys(cipher, receive_secret), sent_before, records_per_key));
-}
+                                        true, records_per_key)),
+      receive_(std::make_unique<direction>(
+          cipher, exported_keys(keys, dialer ? "acceptor" : "dialer"), false, records_per_key)) {}
 
 record_protection::~record_protection() = default;
 
@@ -333,10 +247,6 @@ std::unique_ptr<record_protection> record_protection::from_session(SSL* ssl, boo
 
 error_code record_protection::seal(std::span<const std::uint8_t> plain, byte_buffer& out) {
   while (!plain.empty()) {
-    // A key of a TLS session moves by KeyUpdate before the next data: when the peer asked, or
-    // when it has sealed its share of records.
-    if (traffic_ && (key_update_owed_ || send_->worn()))
-      if (auto ec = seal_key_update(out)) return ec;
     const std::size_t n = std::min(plain.size(), max_plaintext);
     if (auto ec = seal_record(plain.first(n), application_data, out)) return ec;
     plain = plain.subspan(n);
@@ -348,14 +258,6 @@ error_code record_protection::seal_alert(record_alert alert, byte_buffer& out) {
   const std::uint8_t level = alert == record_alert::close_notify ? alert_warning : alert_fatal;
   const std::uint8_t body[2] = {level, static_cast<std::uint8_t>(alert)};
   return seal_record(body, alert_type, out);
-}
-
-error_code record_protection::seal_key_update(byte_buffer& out) {
-  if (!traffic_) return record_error::crypto_failed;
-  const std::uint8_t update_not_requested[] = {key_update_message, 0, 0, 1, 0};
-  if (auto ec = seal_record(update_not_requested, handshake_type, out)) return ec;
-  key_update_owed_ = false;
-  return send_->next_key() ? error_code{} : error_code(record_error::crypto_failed);
 }
 
 error_code record_protection::seal_record(std::span<const std::uint8_t> plain, std::uint8_t type,
@@ -385,21 +287,27 @@ error_code record_protection::seal_record(std::span<const std::uint8_t> plain, s
 
 namespace {
 
-// The body length of a record whose header is good, or 0.
-std::size_t checked_body(const std::uint8_t* h) {
-  const std::size_t body = (std::size_t{h[3]} << 8) | h[4];
-  if (h[0] != application_data || h[1] != 3 || h[2] != 3 ||
-      body < 1 + record_protection::tag_size || body > record_protection::max_record - header_size)
-    return 0;
-  return body;
+// The body length of the record whose header is at `h`, or why it cannot be opened, decided
+// from the header alone: a body longer than TLS 1.3 allows is record_overflow before any
+// decryption (RFC 8446, section 5.2); a ChangeCipherSpec, handshake or alert in the clear after
+// the handshake is an unexpected message (section 5); any other header that is not TLS 1.3
+// application data is a bad record.
+error_code check_header(const std::uint8_t* h, std::size_t& body) {
+  body = (std::size_t{h[3]} << 8) | h[4];
+  if (h[0] == change_cipher_spec_type || h[0] == alert_type || h[0] == handshake_type)
+    return record_error::unexpected_message;
+  if (h[0] != application_data || h[1] != 3 || h[2] != 3 || body < 1 + record_protection::tag_size)
+    return record_error::bad_record;
+  if (body > record_protection::max_record - header_size) return record_error::record_overflow;
+  return {};
 }
 
 }  // namespace
 
 std::size_t record_protection::whole_record(std::span<const std::uint8_t> in) {
-  if (in.size() < header_size) return 0;
-  const std::size_t body = checked_body(in.data());
-  return body && in.size() >= header_size + body ? header_size + body : 0;
+  std::size_t body = 0;
+  if (in.size() < header_size || check_header(in.data(), body)) return 0;
+  return in.size() >= header_size + body ? header_size + body : 0;
 }
 
 error_code record_protection::open_record(const std::uint8_t* h, std::size_t body,
@@ -438,7 +346,8 @@ error_code record_protection::open_record(const std::uint8_t* h, std::size_t bod
     plain = size;
     return {};
   }
-  if (type == handshake_type && traffic_) return take_handshake(out, size);
+  // Keys move by count, not by KeyUpdate: any handshake message is unexpected here.
+  if (type == handshake_type) return record_error::unexpected_message;
   if (type != alert_type || size != 2) return record_error::bad_content_type;
   // An authentic alert: a warning close_notify ends the peer's sending; anything else, all.
   return out[0] == alert_warning && out[1] == static_cast<std::uint8_t>(record_alert::close_notify)
@@ -446,24 +355,13 @@ error_code record_protection::open_record(const std::uint8_t* h, std::size_t bod
              : record_error::peer_alert;
 }
 
-// After the handshake a client may only send KeyUpdate (section 4.6.3): alone in its record,
-// since the record after it is under the next key. Any other message (we ask for no post-handshake
-// authentication) or a message cut across records ends the session.
-error_code record_protection::take_handshake(const std::uint8_t* msg, std::size_t n) {
-  if (n != 5 || msg[0] != key_update_message || msg[1] != 0 || msg[2] != 0 || msg[3] != 1 ||
-      msg[4] > 1)
-    return record_error::unexpected_message;
-  if (msg[4] == 1) key_update_owed_ = true;  // update_requested
-  return receive_->next_key() ? error_code{} : error_code(record_error::crypto_failed);
-}
-
 error_code record_protection::open(std::span<const std::uint8_t> in, byte_buffer& plain,
                                    std::size_t& used) {
   used = 0;
   while (in.size() - used >= header_size) {
     const std::uint8_t* h = in.data() + used;
-    const std::size_t body = checked_body(h);
-    if (!body) return record_error::bad_record;
+    std::size_t body = 0;
+    if (auto ec = check_header(h, body)) return ec;
     if (in.size() - used < header_size + body) break;
     std::size_t n = 0;
     const std::size_t room = body - tag_size;  // the data and its inner type
@@ -481,8 +379,8 @@ error_code record_protection::open(std::span<const std::uint8_t> in, std::span<s
   used = produced = 0;
   while (in.size() - used >= header_size) {
     const std::uint8_t* h = in.data() + used;
-    const std::size_t body = checked_body(h);
-    if (!body) return record_error::bad_record;
+    std::size_t body = 0;
+    if (auto ec = check_header(h, body)) return ec;
     if (in.size() - used < header_size + body || out.size() - produced < body - tag_size - 1) break;
     std::size_t n = 0;
     const error_code ec = open_record(h, body, out.data() + produced, out.size() - produced, n);

@@ -9,10 +9,8 @@
 // generation as context; the nonce is the IV XOR the record's sequence number, as in TLS 1.3.
 // After `records_per_key` records a direction moves to its next generation, at the same record on
 // both ends, so no AEAD key ever protects more records than TLS 1.3 allows for AES-GCM (2^24.5).
-//
-// The same records serve a TLS 1.3 session with a client of any make (an HTTPS visitor), keyed
-// from the session's own traffic secrets (section 7.3) once OpenSSL has run the handshake: there
-// each direction moves to its next key by KeyUpdate (section 4.6.3), as TLS itself does.
+// Both ends are Burrow (links, and end-to-end streams): a client of any other make meets
+// OpenSSL's own records.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -43,14 +41,18 @@ enum class record_alert : std::uint8_t {
 };
 
 enum class record_error {
-  bad_record = 1,         // a header that is not TLS 1.3 application data, or a bad length
+  bad_record = 1,         // a header that is not TLS 1.3 application data, or a body too short
   authentication_failed,  // a record that was not sealed by the peer's key, in this place
   bad_content_type,       // an authentic record whose inner type is neither data nor an alert
   crypto_failed,          // OpenSSL could not seal, or could not derive a key
   close_notify,           // the peer's close_notify alert: it sends nothing more
   peer_alert,             // another alert from the peer: it gave up on the session
-  unexpected_message,     // an authentic handshake message other than a whole KeyUpdate
-  record_overflow,        // an authentic record whose data and padding are over 2^14 bytes
+  // A ChangeCipherSpec, handshake or alert record in the clear, or an authentic handshake
+  // message: keys move by count here, never by KeyUpdate.
+  unexpected_message,
+  // A body over 2^14 + 256 bytes, known from the header before any decryption, or an authentic
+  // record whose data and padding are over 2^14 bytes.
+  record_overflow,
 };
 const boost::system::error_category& record_category();
 boost::system::error_code make_error_code(record_error e);
@@ -84,26 +86,8 @@ class record_protection {
   static std::unique_ptr<record_protection> from_session(
       SSL* ssl, bool dialer, std::string_view label = link_records_label);
 
-  // TLS 1.3's own record protection from the session's traffic secrets (client_ and
-  // server_application_traffic_secret_0; RFC 8446, section 7.3), taking over from OpenSSL's
-  // records after the handshake: `sent_before` records went out under `send_secret` already (a
-  // server's session tickets), none has come in under `receive_secret`. The peer's KeyUpdate
-  // moves receiving to its next key; ours, sent after `records_per_key` records or when the
-  // peer asks (key_update_owed()), moves sending. Throws std::runtime_error when a key cannot
-  // be made.
-  static std::unique_ptr<record_protection> from_traffic_secrets(
-      record_cipher cipher, std::span<const std::uint8_t> send_secret,
-      std::span<const std::uint8_t> receive_secret, std::uint64_t sent_before,
-      std::uint64_t records_per_key = default_records_per_key);
   // The record cipher of an established TLS 1.3 session; false for any other session.
   static bool session_cipher(SSL* ssl, record_cipher& cipher);
-
-  // Traffic secrets only: the peer's KeyUpdate asked for ours. Answer it with seal_key_update()
-  // before the next data (seal() would); the reader may send it at once.
-  bool key_update_owed() const { return key_update_owed_; }
-  // Traffic secrets only: appends a KeyUpdate that does not ask for the peer's, under the
-  // current key, and moves sending to the next.
-  boost::system::error_code seal_key_update(byte_buffer& out);
 
   // Appends `plain` to `out` as records of at most max_plaintext bytes each.
   boost::system::error_code seal(std::span<const std::uint8_t> plain, byte_buffer& out);
@@ -122,7 +106,7 @@ class record_protection {
   boost::system::error_code open(std::span<const std::uint8_t> in, std::span<std::uint8_t> out,
                                  std::size_t& used, std::size_t& produced);
   // The size on the wire of the whole record at the front of `in`, or 0 while it is not whole
-  // (or its header is bad, which open() reports).
+  // (or its header is bad, which open() reports as soon as the header is in).
   static std::size_t whole_record(std::span<const std::uint8_t> in);
 
   // Records sealed (opened) under the current key of each direction, and the keys' generation.
@@ -135,11 +119,6 @@ class record_protection {
   struct direction;
   // Writes a generation's key and IV (key_size + 12 bytes); false when it cannot.
   using key_source = std::function<bool(std::uint32_t generation, std::span<std::uint8_t> out)>;
-  struct traffic_keys_tag {};
-  record_protection(traffic_keys_tag, record_cipher cipher, key_source send, key_source receive,
-                    std::uint64_t sent_before, std::uint64_t records_per_key);
-  // An authentic handshake record's messages: a whole KeyUpdate moves receiving to its next key.
-  boost::system::error_code take_handshake(const std::uint8_t* msg, std::size_t n);
   // Opens the record at `h` (its body `body` bytes long) into `out`, which has `room` bytes, at
   // least its data's body - tag_size - 1; with one more, for the inner type, the record opens in
   // one call. `plain` is how many bytes are data (none for an alert).
@@ -148,8 +127,6 @@ class record_protection {
   boost::system::error_code seal_record(std::span<const std::uint8_t> plain, std::uint8_t type,
                                         byte_buffer& out);
   std::unique_ptr<direction> send_, receive_;
-  bool traffic_ = false;  // keyed from traffic secrets: keys move by KeyUpdate
-  bool key_update_owed_ = false;
 };
 
 }  // namespace burrow::link

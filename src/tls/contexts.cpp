@@ -4,7 +4,6 @@
 
 #include "core/secret.hpp"
 #include "tls/cipher_order.hpp"
-#include "tls/traffic_secrets.hpp"
 
 #include <fcntl.h>
 #include <openssl/err.h>
@@ -206,13 +205,6 @@ void write_keylog_line(const SSL* ssl, const char* line) {
   if (file) file->append(line);
 }
 
-// A visitor's session keeps its traffic secrets for our own records (tls/traffic_secrets.hpp);
-// the line goes to SSLKEYLOGFILE only when that names a file.
-void web_keylog_line(const SSL* ssl, const char* line) {
-  take_traffic_secret(ssl, line);
-  write_keylog_line(ssl, line);
-}
-
 // Only when SSLKEYLOGFILE names a file, as in curl and browsers; never on otherwise.
 void enable_keylog_if_requested(SSL_CTX* ctx) {
   const char* path = std::getenv("SSLKEYLOGFILE");
@@ -256,7 +248,6 @@ boost::asio::ssl::context make_web_server_context(const key_pair& identity) {
   SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | server_choice);
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   enable_keylog_if_requested(native);
-  SSL_CTX_set_keylog_callback(native, web_keylog_line);
   use_identity(native, identity);
   auto wire = std::make_unique<std::string>(alpn_wire({"http/1.1"}));
   if (SSL_CTX_set_ex_data(native, ctx_alpn_index(), wire.get()) != 1)

@@ -25,9 +25,8 @@ boost::asio::ssl::context make_server_context(const key_pair& identity,
 
 // For visitors' browsers and clients: TLS 1.2 and 1.3 with forward-secret AEAD suites,
 // presenting `identity`, ALPN http/1.1 when the client offers ALPN (a client offering only h2 is
-// refused), session tickets for cheap reconnects, record buffers released while idle. Its sessions
-// can keep their traffic secrets (tls/traffic_secrets.hpp) for our own records after the
-// handshake (e2ee/secure_stream.hpp).
+// refused), session tickets for cheap reconnects, record buffers released while idle. Visitors'
+// records after the handshake are OpenSSL's (e2ee/secure_stream.hpp).
 boost::asio::ssl::context make_web_server_context(const key_pair& identity);
 
 // What a client context trusts for chain verification: the system store, read whole when the

@@ -350,7 +350,7 @@ TEST(E2eeOwnRecords, ABadHeaderAmongTheTicketsFailsAtOnce) {
   test::agent_contexts ctx;
   auto r = test::run_with_links(ioc, pair, bad_header_first(&pair, &ctx));
   ASSERT_TRUE(r);
-  EXPECT_EQ(*r, link::record_error::bad_record) << r->message();
+  EXPECT_EQ(*r, link::record_error::unexpected_message) << r->message();
 }
 
 }  // namespace own_records_test

@@ -1,8 +1,8 @@
-// An HTTPS visitor's TLS 1.3 session on our own records: a web server's secure_stream takes over
-// from OpenSSL's records after the handshake, under the session's traffic secrets, and an
-// OpenSSL client on its own records cannot tell. Each TLS 1.3 suite; the client's KeyUpdate,
-// followed and answered when it asks; padded records; a resumed session; a forged record; and a
-// TLS 1.2 client, which stays on OpenSSL's records. Real loopback sockets.
+// An HTTPS visitor's session stays on OpenSSL's records after the handshake: a web server's
+// secure_stream never takes them over (our own records are for peers that are Burrow). Each
+// TLS 1.3 suite; the client's KeyUpdate, followed and answered when it asks; padded records; a
+// resumed session; TLS 1.2; and a forged record, answered with OpenSSL's alert. Real loopback
+// sockets.
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
 
@@ -17,7 +17,6 @@
 #include "e2ee/session.hpp"
 #include "e2ee/socket_session.hpp"
 #include "harness/net.hpp"
-#include "link/record_protection.hpp"
 
 namespace burrow::e2ee::web_records {
 namespace {
@@ -127,13 +126,12 @@ void expect_clean(const std::optional<talk_result>& r, const char* what) {
   EXPECT_EQ(r->server_end_ec, asio::error::eof) << what << ": " << r->server_end_ec.message();
   EXPECT_EQ(r->client_end_ec, asio::error::eof) << what << ": " << r->client_end_ec.message();
   EXPECT_FALSE(r->client_own) << what;  // the client is OpenSSL's, as a visitor's would be
-  // The server's SSL is there for the caller after the handshake; on our records it is freed
-  // with the first read or write, on OpenSSL's it stays.
+  EXPECT_FALSE(r->server_own) << what;  // and so are the server's records
   EXPECT_TRUE(r->server_ssl_after_handshake) << what;
-  EXPECT_EQ(r->server_ssl_after_talk, !r->server_own) << what;
+  EXPECT_TRUE(r->server_ssl_after_talk) << what;
 }
 
-TEST(WebRecords, EachTls13SuiteRunsOnOurRecordsAfterOpenSslsTickets) {
+TEST(WebRecords, EachTls13SuiteRunsOnOpenSslsRecords) {
   for (const char* suite :
        {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"}) {
     asio::io_context ioc;
@@ -142,7 +140,6 @@ TEST(WebRecords, EachTls13SuiteRunsOnOurRecordsAfterOpenSslsTickets) {
     const auto r = test::run_for_result(ioc, talk(&ctx, no_key_update));
     expect_clean(r, suite);
     ASSERT_TRUE(r);
-    EXPECT_TRUE(r->server_own) << suite;
     EXPECT_EQ(r->key_updates_to_client, 0) << suite;
   }
 }
@@ -160,7 +157,6 @@ TEST(WebRecords, AClientsKeyUpdateIsFollowedAndAnsweredWhenItAsks) {
     const auto r = test::run_for_result(ioc, talk(&ctx, k.update));
     expect_clean(r, k.name);
     ASSERT_TRUE(r);
-    EXPECT_TRUE(r->server_own) << k.name;
     EXPECT_EQ(r->key_updates_to_client, k.answers) << k.name;
   }
 }
@@ -171,11 +167,9 @@ TEST(WebRecords, PaddedRecordsOpenToTheirData) {
   ASSERT_EQ(SSL_CTX_set_block_padding(ctx.client.native_handle(), 512), 1);
   const auto r = test::run_for_result(ioc, talk(&ctx, no_key_update));
   expect_clean(r, "padded");
-  ASSERT_TRUE(r);
-  EXPECT_TRUE(r->server_own);
 }
 
-TEST(WebRecords, AResumedSessionRunsOnOurRecords) {
+TEST(WebRecords, AResumedSessionRunsOnOpenSslsRecords) {
   asio::io_context ioc;
   test::web_contexts ctx;
   SSL_SESSION* session = nullptr;
@@ -188,17 +182,14 @@ TEST(WebRecords, AResumedSessionRunsOnOurRecords) {
   expect_clean(again, "resumed");
   ASSERT_TRUE(again);
   EXPECT_TRUE(again->resumed);
-  EXPECT_TRUE(again->server_own);
 }
 
-TEST(WebRecords, ATls12ClientStaysOnOpenSslsRecords) {
+TEST(WebRecords, ATls12ClientTalksToTheEnd) {
   asio::io_context ioc;
   test::web_contexts ctx;
   ASSERT_EQ(SSL_CTX_set_max_proto_version(ctx.client.native_handle(), TLS1_2_VERSION), 1);
   const auto r = test::run_for_result(ioc, talk(&ctx, no_key_update));
   expect_clean(r, "TLS 1.2");
-  ASSERT_TRUE(r);
-  EXPECT_FALSE(r->server_own);
 }
 
 struct forged_result {
@@ -232,7 +223,8 @@ TEST(WebRecords, AForgedRecordEndsTheSessionWithAnAlert) {
   const auto r = test::run_for_result(ioc, forged(&ctx));
   ASSERT_TRUE(r);
   ASSERT_FALSE(r->handshake_ec) << r->handshake_ec.message();
-  EXPECT_EQ(r->server_ec, link::record_error::authentication_failed) << r->server_ec.message();
+  EXPECT_TRUE(r->server_ec);
+  EXPECT_NE(r->server_ec, asio::error::eof) << r->server_ec.message();
   EXPECT_EQ(r->client_got, "");
   // OpenSSL reports the server's bad_record_mac alert: an error, not a clean end.
   EXPECT_TRUE(r->client_ec);

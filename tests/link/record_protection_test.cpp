@@ -213,12 +213,31 @@ TEST_P(RecordProtection, ABadHeaderIsAnErrorBeforeItsBodyArrives) {
   pair_of_ends ends(GetParam());
   byte_buffer got;
   std::size_t used = 0;
-  // Not application data; not TLS 1.2's version field; longer than TLS 1.3 allows (2^14 + 256);
-  // shorter than a tag.
-  const std::vector<std::vector<std::uint8_t>> headers = {
-      {22, 3, 3, 0, 40}, {23, 3, 1, 0, 40}, {23, 3, 3, 0x41, 0x01}, {23, 3, 3, 0, 16}};
-  for (const auto& h : headers)
-    EXPECT_EQ(ends.acceptor.open(h, got, used), record_error::bad_record) << int(h[0]);
+  struct bad_header {
+    std::vector<std::uint8_t> header;
+    record_error error;
+    record_alert alert;  // what the peer is told, as RFC 8446 says (sections 5 and 5.2)
+  };
+  const std::vector<bad_header> headers = {
+      // A ChangeCipherSpec, a handshake and an alert in the clear, after the handshake.
+      {{20, 3, 3, 0, 1}, record_error::unexpected_message, record_alert::unexpected_message},
+      {{22, 3, 3, 0, 40}, record_error::unexpected_message, record_alert::unexpected_message},
+      {{21, 3, 3, 0, 2}, record_error::unexpected_message, record_alert::unexpected_message},
+      // Longer than TLS 1.3 allows (2^14 + 256): told from the header, before any decryption.
+      {{23, 3, 3, 0x41, 0x01}, record_error::record_overflow, record_alert::record_overflow},
+      {{23, 3, 3, 0xff, 0xff}, record_error::record_overflow, record_alert::record_overflow},
+      // Not TLS 1.2's version field; shorter than a tag.
+      {{23, 3, 1, 0, 40}, record_error::bad_record, record_alert::bad_record_mac},
+      {{23, 3, 3, 0, 16}, record_error::bad_record, record_alert::bad_record_mac}};
+  for (const auto& h : headers) {
+    const auto ec = ends.acceptor.open(h.header, got, used);
+    EXPECT_EQ(ec, h.error) << int(h.header[0]) << " " << ec.message();
+    EXPECT_EQ(alert_for(ec), h.alert) << int(h.header[0]);
+    EXPECT_EQ(used, 0u);
+  }
+  // The most TLS 1.3 allows is a record.
+  const std::uint8_t longest[] = {23, 3, 3, 0x41, 0x00};
+  EXPECT_FALSE(ends.acceptor.open(longest, got, used));
   // A header alone, or part of one, waits for the rest.
   const std::uint8_t partial[] = {23, 3, 3, 0x41, 0x00};
   EXPECT_FALSE(ends.acceptor.open(partial, got, used));
