@@ -58,9 +58,9 @@ secure_stream::secure_stream(SSL_CTX* ctx, std::shared_ptr<link::stream> s, tls_
   read_size_ = carrier_->first_read_size();
   start(ctx, role);
   // During the handshake OpenSSL gives its record buffers back between flights (a burst of
-  // visitors' handshakes waits mostly for their next flight). After it, a busy session on
-  // OpenSSL's records keeps them (see handshake()); a quiet one gives them back, with ours, when
-  // the link's keeper says so.
+  // visitors' handshakes waits mostly for their next flight). After it, a busy end-to-end session
+  // on OpenSSL's records keeps them (see handshake()); a quiet one gives them back, with ours,
+  // when the link's keeper says so.
   SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
   stream_->on_quiet([this] { release_buffers(); });
 }
@@ -169,8 +169,12 @@ asio::awaitable<error_code> secure_stream::handshake() {
     drop_session_ = !client;  // its tickets have gone, and it caches no sessions
   }
   // On OpenSSL's records over a link stream, keeping the record buffers saves two 17 KiB
-  // allocations per request. On our own, OpenSSL reads at most a client's tickets from here on.
-  if (stream_ && !own_) SSL_clear_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
+  // allocations per request; end to end, where a stream is one visitor's connection, it does.
+  // A web server's visitors give them back after each record: at 1,000 keep-alive visitors the
+  // blind agent's heap is 44 MB instead of 77, for 4 % more instructions per request. On our own
+  // records, OpenSSL reads at most a client's tickets from here on.
+  const bool web_server = SSL_is_server(ssl_) && required_alpn_.empty();
+  if (stream_ && !own_ && !web_server) SSL_clear_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
   handshake_done_ = true;
   co_return error_code{};
 }
