@@ -54,7 +54,9 @@ settings_layer flatten(const toml::table& t, const std::vector<std::string>& key
 
 config_file parse_config_file(std::string_view text, std::string_view origin,
                               const std::vector<std::string>& keys,
-                              const std::vector<std::string>& service_keys) {
+                              const std::vector<std::string>& service_keys,
+                              std::string_view table) {
+  const std::string name(table), tables = "[[" + name + "]]";
   if (text.size() > max_config_file_size)
     throw config_error(std::string(origin) + ": larger than 1 MiB");
   if (auto problem = toml_text_problem(text))
@@ -68,18 +70,19 @@ config_file parse_config_file(std::string_view text, std::string_view origin,
   config_file out;
   toml::table top;
   for (auto& [k, v] : root) {
-    if (k.str() == "service" || k.str() == "services") {
+    if (k.str() == name || k.str() == name + "s") {
       auto* arr = v.as_array();
       if (service_keys.empty())
-        throw config_error(where(origin, v.source()) +
-                           ": [[service]] tables belong in an agent's file (burrow up -c FILE)");
+        throw config_error(where(origin, v.source()) + ": " + tables +
+                           " tables belong in an agent's file (burrow up -c FILE)");
       if (!arr)
-        throw config_error(where(origin, v.source()) +
-                           ": services are written as [[service]] tables");
+        throw config_error(where(origin, v.source()) + ": " + name + "s are written as " + tables +
+                           " tables");
       for (auto& item : *arr) {
         auto* t = item.as_table();
-        if (!t) throw config_error(where(origin, item.source()) + ": a service must be a table");
-        out.services.push_back(flatten(*t, service_keys, origin, " in [[service]]"));
+        if (!t)
+          throw config_error(where(origin, item.source()) + ": a " + name + " must be a table");
+        out.services.push_back(flatten(*t, service_keys, origin, " in " + tables));
       }
       continue;
     }
@@ -91,7 +94,7 @@ config_file parse_config_file(std::string_view text, std::string_view origin,
 
 config_file load_config_file(const std::filesystem::path& path,
                              const std::vector<std::string>& keys,
-                             const std::vector<std::string>& service_keys) {
+                             const std::vector<std::string>& service_keys, std::string_view table) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw config_error("cannot read config file " + path.string());
   std::string text;
@@ -100,7 +103,7 @@ config_file load_config_file(const std::filesystem::path& path,
     in.read(chunk, sizeof chunk);
     text.append(chunk, static_cast<std::size_t>(in.gcount()));
   }
-  return parse_config_file(text, path.string(), keys, service_keys);
+  return parse_config_file(text, path.string(), keys, service_keys, table);
 }
 
 }  // namespace burrow

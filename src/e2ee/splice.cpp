@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "core/drained.hpp"
-#include "core/spare_buffers.hpp"
+#include "core/read_buffer.hpp"
 #include "link/stream.hpp"
 #include "link/write_now.hpp"
 
@@ -23,54 +23,8 @@ using boost::system::error_code;
 
 namespace {
 
-// Reads start small (requests and responses fit) and grow to a whole record's worth once one
-// fills the buffer (bulk), for the rest of the connection.
-constexpr std::size_t small_chunk = spare_buffer_size;
-constexpr std::size_t chunk = 16 * 1024;
-
 std::atomic<std::size_t> held{0};    // buffers a direction has now
 std::atomic<std::size_t> chosen{0};  // the sizes the directions read with
-
-// One direction's buffer, there only while the direction has bytes to move: a visitor holds two
-// at each end while it is connected, and their size was memory per visitor, busy or not.
-class read_buffer {
- public:
-  read_buffer() { chosen.fetch_add(size_, std::memory_order_relaxed); }
-  ~read_buffer() {
-    give_back();
-    chosen.fetch_sub(size_, std::memory_order_relaxed);
-  }
-  read_buffer(const read_buffer&) = delete;
-  read_buffer& operator=(const read_buffer&) = delete;
-  // The buffer for a read, taken now if the direction has none: a small one from this thread's
-  // spares (core/spare_buffers.hpp).
-  asio::mutable_buffer whole() {
-    if (!data_) {
-      data_ = spare_allocator<std::uint8_t>{}.allocate(size_);
-      held.fetch_add(size_, std::memory_order_relaxed);
-    }
-    return asio::buffer(data_, size_);
-  }
-  std::uint8_t* data() { return data_; }
-  // After a read of `n` bytes has been passed on: a read that filled the buffer grows it.
-  void after_read(std::size_t n) {
-    if (n < size_ || size_ >= chunk) return;
-    give_back();
-    chosen.fetch_add(chunk - size_, std::memory_order_relaxed);
-    size_ = chunk;
-  }
-  // Before the direction waits for bytes.
-  void give_back() {
-    if (!data_) return;
-    held.fetch_sub(size_, std::memory_order_relaxed);
-    spare_allocator<std::uint8_t>{}.deallocate(data_, size_);
-    data_ = nullptr;
-  }
-
- private:
-  std::uint8_t* data_ = nullptr;
-  std::size_t size_ = small_chunk;
-};
 
 struct splice_state {
   tcp::socket& socket;
@@ -89,7 +43,7 @@ void fail(splice_state* st) {
 }
 
 asio::awaitable<void> socket_to_tls(splice_state* st) {
-  read_buffer buf;
+  read_buffer buf(held, chosen);
   bool drained = true;  // the last read left the socket empty (core/drained.hpp)
   while (!st->failed) {
     error_code ec;
@@ -126,7 +80,7 @@ asio::awaitable<void> socket_to_tls(splice_state* st) {
 }
 
 asio::awaitable<void> tls_to_socket(splice_state* st) {
-  read_buffer buf;
+  read_buffer buf(held, chosen);
   while (!st->failed) {
     error_code ec;
     if (!st->tls.readable_now()) {  // wait for the stream's bytes with no buffer

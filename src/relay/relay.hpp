@@ -25,7 +25,7 @@
 #include "relay/name_registry.hpp"
 #include "relay/port_registry.hpp"
 #include "relay/relay_config.hpp"
-#include "relay/source_limits.hpp"
+#include "core/source_limits.hpp"
 #include "relay/state_dir.hpp"
 
 namespace burrow::relay {

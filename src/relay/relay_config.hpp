@@ -9,7 +9,7 @@
 #include "core/address.hpp"
 #include "link/encryption.hpp"
 #include "link/limits.hpp"
-#include "relay/source_limits.hpp"
+#include "core/source_limits.hpp"
 
 namespace burrow::relay {
 

@@ -110,14 +110,7 @@ relay_config make_relay_config(const layered_settings& s) {
   c.limits.stream_idle_timeout = s.duration_or("stream-idle-timeout", c.limits.stream_idle_timeout);
   c.limits.initial_window = static_cast<std::uint32_t>(
       s.number_or("window", c.limits.initial_window, 16 * 1024, 16 * 1024 * 1024));
-  c.source.max_open =
-      static_cast<std::uint32_t>(s.number_or("source-connections", c.source.max_open, 0, 1u << 24));
-  c.source.rate =
-      static_cast<std::uint32_t>(s.number_or("source-rate", c.source.rate, 0, 1u << 24));
-  c.source.burst =
-      static_cast<std::uint32_t>(s.number_or("source-burst", c.source.burst, 0, 1u << 24));
-  if (c.source.rate != 0 && c.source.burst == 0)
-    throw config_error("source-burst must be at least 1 while source-rate limits new connections");
+  c.source = source_limits_from(s, c.source);
   auto keepalive = s.duration_or("tcp-keepalive", c.tcp_keepalive);
   if (keepalive.count() != 0 && keepalive < std::chrono::seconds(1))
     throw config_error("tcp-keepalive must be 0 (off) or at least 1s");

@@ -1,12 +1,23 @@
 // Per-source admission: sharded tables so accept loops on several threads rarely share a lock.
-#include "relay/source_limits.hpp"
+#include "core/source_limits.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/address.hpp"
+#include "core/settings.hpp"
 
-namespace burrow::relay {
+namespace burrow {
+
+source_limit_config source_limits_from(const layered_settings& s, source_limit_config c) {
+  c.max_open =
+      static_cast<std::uint32_t>(s.number_or("source-connections", c.max_open, 0, 1u << 24));
+  c.rate = static_cast<std::uint32_t>(s.number_or("source-rate", c.rate, 0, 1u << 24));
+  c.burst = static_cast<std::uint32_t>(s.number_or("source-burst", c.burst, 0, 1u << 24));
+  if (c.rate != 0 && c.burst == 0)
+    throw config_error("source-burst must be at least 1 while source-rate limits new connections");
+  return c;
+}
 
 source_limits::source_limits(source_limit_config config) {
   configure(config);
@@ -131,4 +142,4 @@ std::size_t source_limits::tracked() const {
   return n;
 }
 
-}  // namespace burrow::relay
+}  // namespace burrow

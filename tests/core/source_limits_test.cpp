@@ -1,11 +1,11 @@
 // Per-source admission: open connections, the rate and its burst, address grouping, leases.
-#include "relay/source_limits.hpp"
+#include "core/source_limits.hpp"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace burrow::relay {
+namespace burrow {
 namespace {
 
 using namespace std::chrono_literals;
@@ -91,4 +91,4 @@ TEST(source_limits, ReconfiguringKeepsOpenConnectionsCounted) {
 }
 
 }  // namespace
-}  // namespace burrow::relay
+}  // namespace burrow

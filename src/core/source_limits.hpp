@@ -12,13 +12,19 @@
 #include <mutex>
 #include <unordered_map>
 
-namespace burrow::relay {
+namespace burrow {
+
+class layered_settings;
 
 struct source_limit_config {
   std::uint32_t max_open = 2048;  // open connections per source; 0: no limit
   std::uint32_t rate = 500;       // new connections per second per source; 0: no limit
   std::uint32_t burst = 2000;     // new connections a quiet source may open at once
 };
+
+// --source-connections, --source-rate and --source-burst over `defaults`; throws config_error.
+source_limit_config source_limits_from(const layered_settings& s,
+                                       source_limit_config defaults = {});
 
 class source_limits {
  public:
@@ -73,4 +79,4 @@ class source_limits {
   std::atomic<bool> unlimited_{false};
 };
 
-}  // namespace burrow::relay
+}  // namespace burrow
