@@ -18,6 +18,7 @@
 #include "core/config_file.hpp"
 #include "core/error_text.hpp"
 #include "core/log.hpp"
+#include "forward/forward_settings.hpp"
 #include "relay/relay_settings.hpp"
 
 namespace burrow::cli {
@@ -220,6 +221,20 @@ int run(int argc, char** argv) {
   add_connect_options(connect_opts, *connect_cmd);
   connect_cmd->footer(settings_footer("relay-pin"));
 
+  // burrow forward LISTEN TARGET
+  option_set forward_opts;
+  std::string forward_listen, forward_target, forward_file;
+  auto* forward_cmd = app.add_subcommand(
+      "forward", "Forward a local TCP port to another address, no relay (as socat or rinetd)");
+  forward_cmd->add_option("listen", forward_listen,
+                          "where to listen: PORT (on 127.0.0.1) or IP:PORT (0.0.0.0:PORT for "
+                          "every interface)");
+  forward_cmd->add_option("target", forward_target, "where each connection goes: HOST:PORT");
+  forward_cmd->add_option("-c,--config", forward_file,
+                          "TOML config file: shared settings and [[forward]] tables");
+  add_forward_options(forward_opts, *forward_cmd);
+  forward_cmd->footer(forward_keys_footer() + "\n\n" + settings_footer("drain-timeout"));
+
   shape_values(app);
   try {
     app.parse(argc, argv);
@@ -261,6 +276,15 @@ int run(int argc, char** argv) {
       layered_settings s(connect_opts.given(), environment_layer(keys), file.settings);
       init_logging_from(s);
       return run_connect(s, connect_service, connect_stdio);
+    }
+    if (forward_cmd->parsed()) {
+      const auto& keys = forward::forward_setting_keys();
+      config_file file;
+      if (!forward_file.empty())
+        file = load_config_file(forward_file, keys, forward::forward_rule_keys(), "forward");
+      layered_settings s(forward_opts.given(), environment_layer(keys), file.settings);
+      init_logging_from(s);
+      return run_forward(s, file.services, forward_listen, forward_target);
     }
     const auto& keys = agent::agent_setting_keys();
     const auto& service_keys = agent::service_setting_keys();

@@ -73,6 +73,7 @@ const std::map<std::string_view, std::string_view>& value_shapes() {
       {"source-connections", "N"},
       {"source-rate", "N"},
       {"state-dir", "DIR"},
+      {"target", "HOST:PORT"},
       {"stream-idle-timeout", "DURATION"},
       {"tcp-keepalive", "DURATION"},
       {"token", "TOKEN"},
@@ -143,6 +144,16 @@ settings_layer option_set::given() const {
 void add_log_options(option_set& o, CLI::App& app) {
   o.add(app, "log-format", "text (default) or json, one object per line");
   o.add(app, "log-level", "trace, debug, info (default), warn, error or off");
+}
+
+void add_source_limit_options(option_set& o, CLI::App& app) {
+  o.add(app, "source-connections",
+        "open connections one source address may hold across all listeners (IPv6: per /64); "
+        "0 = no limit (default 2048)");
+  o.add(app, "source-rate",
+        "new connections per second one source address may open; 0 = no limit (default 500)");
+  o.add(app, "source-burst",
+        "new connections a quiet source address may open at once (default 2000)");
 }
 
 void add_relay_link_options(option_set& o, CLI::App& app) {

@@ -49,6 +49,8 @@ settings_layer environment_layer(const std::vector<std::string>& keys);
 void init_logging_from(const layered_settings& s);
 
 void add_log_options(option_set& o, CLI::App& app);
+// --source-connections, --source-rate, --source-burst: the relay's and `burrow forward`'s.
+void add_source_limit_options(option_set& o, CLI::App& app);
 // What every dialler of the relay takes (agent and connect): where it is, how to trust it, how
 // many links, how to redial.
 void add_relay_link_options(option_set& o, CLI::App& app);
@@ -70,5 +72,9 @@ int relay_token_list(const layered_settings& s);
 int relay_token_revoke(const layered_settings& s, const std::string& id);
 void add_connect_options(option_set& o, CLI::App& app);
 int run_connect(const layered_settings& s, std::string service, bool stdio);
+void add_forward_options(option_set& o, CLI::App& app);
+std::string forward_keys_footer();
+int run_forward(const layered_settings& s, const std::vector<settings_layer>& tables,
+                const std::string& listen, const std::string& target);
 
 }  // namespace burrow::cli

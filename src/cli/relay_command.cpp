@@ -51,13 +51,7 @@ void add_relay_options(option_set& o, CLI::App& app) {
   o.add(app, "max-streams", "open streams per link (default 65536)");
   o.add(app, "stream-idle-timeout", "close streams idle this long; 0 = never (default 0)");
   o.add(app, "window", "per-stream flow-control window in bytes (default 262144)");
-  o.add(app, "source-connections",
-        "open connections one source address may hold across all listeners (IPv6: per /64); "
-        "0 = no limit (default 2048)");
-  o.add(app, "source-rate",
-        "new connections per second one source address may open; 0 = no limit (default 500)");
-  o.add(app, "source-burst",
-        "new connections a quiet source address may open at once (default 2000)");
+  add_source_limit_options(o, app);
   o.add(app, "tcp-keepalive",
         "idle time before TCP keepalive probes reap a vanished peer; 0 = off (default 60s)");
   o.add(app, "link-encryption",
