@@ -225,8 +225,4 @@ int forwarder::run() {
   return 0;
 }
 
-void forwarder::stop() {
-  workers_.stop();
-}
-
 }  // namespace burrow::forward

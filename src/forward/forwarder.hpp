@@ -44,9 +44,8 @@ class forwarder {
   void bind();
   // Where each rule listens, in order (after bind()).
   std::vector<boost::asio::ip::tcp::endpoint> endpoints() const;
-  // Serves until a signal has drained it (or stop()); returns the exit code.
+  // Serves until a signal has drained it; returns the exit code.
   int run();
-  void stop();  // thread-safe: stops at once
 
  private:
   struct listener;

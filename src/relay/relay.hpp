@@ -19,13 +19,13 @@
 
 #include "core/log_limiter.hpp"
 #include "core/metrics.hpp"
+#include "core/source_limits.hpp"
 #include "core/workers.hpp"
 #include "link/link.hpp"
 #include "relay/access_tokens.hpp"
 #include "relay/name_registry.hpp"
 #include "relay/port_registry.hpp"
 #include "relay/relay_config.hpp"
-#include "core/source_limits.hpp"
 #include "relay/state_dir.hpp"
 
 namespace burrow::relay {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/address.hpp"
+#include "core/source_limits.hpp"
 #include "link/encryption.hpp"
 #include "link/limits.hpp"
-#include "core/source_limits.hpp"
 
 namespace burrow::relay {
 
