@@ -6,6 +6,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -26,8 +27,8 @@ using boost::system::error_code;
 
 struct forwarder::listener {
   forward_rule rule;
-  std::string label;  // "LISTEN -> TARGET", for logs
-  tcp::endpoint target;
+  std::string label;                   // "LISTEN -> TARGET", for logs
+  std::vector<tcp::endpoint> targets;  // every address the target resolved to, tried in order
   std::unique_ptr<tcp::acceptor> acceptor;
 };
 
@@ -41,8 +42,8 @@ void reset(tcp::socket& s) {
   s.close(ec);
 }
 
-asio::awaitable<error_code> connect_to(tcp::socket& s, tcp::endpoint target) {
-  auto [ec] = co_await s.async_connect(target, asio::as_tuple(asio::use_awaitable));
+asio::awaitable<error_code> connect_to(tcp::socket& s, const std::vector<tcp::endpoint>& targets) {
+  auto [ec, chosen] = co_await asio::async_connect(s, targets, asio::as_tuple(asio::use_awaitable));
   co_return ec;
 }
 
@@ -52,7 +53,7 @@ asio::awaitable<error_code> write_header(tcp::socket& s, const std::string& head
   co_return ec;
 }
 
-tcp::endpoint resolve_target(const std::string& text) {
+std::vector<tcp::endpoint> resolve_target(const std::string& text) {
   auto hp = parse_host_port(text);
   if (!hp || hp->host.empty() || hp->port == 0)
     throw config_error("forward target '" + text + "' must be HOST:PORT with a port above 0");
@@ -62,7 +63,9 @@ tcp::endpoint resolve_target(const std::string& text) {
   auto results = resolver.resolve(hp->host, std::to_string(hp->port), ec);
   if (ec || results.empty())
     throw config_error("cannot resolve forward target " + text + ": " + ec.message());
-  return results.begin()->endpoint();
+  std::vector<tcp::endpoint> out;
+  for (const auto& r : results) out.push_back(r.endpoint());
+  return out;
 }
 
 tcp::endpoint listen_endpoint(const std::string& text) {
@@ -91,7 +94,7 @@ void forwarder::bind() {
     auto l = std::make_unique<listener>();
     l->rule = rule;
     l->label = rule.listen + " -> " + rule.target;
-    l->target = resolve_target(rule.target);
+    l->targets = resolve_target(rule.target);
     const auto ep = listen_endpoint(rule.listen);
     try {
       l->acceptor = make_acceptor(workers_.at(0).get_executor(), ep);
@@ -157,7 +160,7 @@ void forwarder::serve(listener& l, tcp::socket visitor, source_limits::lease lea
     } count{self->open_};
     tcp::socket target(visitor.get_executor());
     auto connected =
-        co_await with_deadline(connect_to(target, l->target), self->config_.connect_timeout);
+        co_await with_deadline(connect_to(target, l->targets), self->config_.connect_timeout);
     error_code ec = connected ? *connected : asio::error::timed_out;
     if (!ec && l->rule.proxy != proto::proxy_version::none) {
       error_code local_ec, peer_ec;

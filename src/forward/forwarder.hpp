@@ -21,7 +21,7 @@ namespace burrow::forward {
 
 struct forward_rule {
   std::string listen;  // HOST:PORT (or PORT: all interfaces); port 0 picks one
-  std::string target;  // HOST:PORT, resolved once when the forward starts
+  std::string target;  // HOST:PORT, resolved once when the forward starts (every address kept)
   proto::proxy_version proxy = proto::proxy_version::none;
 };
 
